@@ -1,0 +1,7 @@
+"""`python -m memory_baseline` runs the command line."""
+
+import sys
+
+from .cli import main
+
+sys.exit(main())

@@ -1,0 +1,240 @@
+"""The `memory-baseline` command line.
+
+Every subcommand takes `--index NAME`, `--json` and `--config FILE`. With
+`--json` it prints exactly one JSON document on stdout. Exit codes: 0 success,
+1 a failed check (`health`), 2 bad usage or bad input, with a one-line reason
+on stderr and nothing written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Sequence
+from datetime import date, datetime
+from pathlib import Path
+from typing import Any
+
+from .config import Config, ConfigError, validate_index_name
+
+EXIT_OK, EXIT_FAILED_CHECK, EXIT_BAD_INPUT = 0, 1, 2
+
+
+class UsageError(Exception):
+    """Bad usage or bad input: reported on one line, exit code 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line, not argparse's usage block
+        raise UsageError(message)
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, datetime | date):
+        return value.isoformat()
+    if isinstance(value, Path):
+        return str(value)
+    if hasattr(value, "to_dict"):
+        return value.to_dict()
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    raise TypeError(f"not JSON serialisable: {type(value).__name__}")
+
+
+def emit_json(document: Any) -> None:
+    sys.stdout.write(json.dumps(document, default=_json_default, indent=2, ensure_ascii=False))
+    sys.stdout.write("\n")
+
+
+def load_config(args: argparse.Namespace) -> Config:
+    config = Config.load(getattr(args, "config", None))
+    if getattr(args, "index", None):
+        config = config.with_overrides(index=validate_index_name(args.index))
+    if getattr(args, "embedder", None):
+        config = config.with_overrides(embedder={"name": args.embedder})
+    if getattr(args, "reader", None):
+        config = config.with_overrides(reader={"name": args.reader})
+    if getattr(args, "reranker", None):
+        config = config.with_overrides(rerank={"name": args.reranker})
+    return config
+
+
+# -- commands -----------------------------------------------------------------
+
+def cmd_init(args: argparse.Namespace) -> int:
+    from .embedders import get_embedder
+    from .refresh import open_index
+    from .server import connect
+
+    config = load_config(args)
+    embedder = get_embedder(config.embedder)
+    with connect() as conn:
+        store, rep_id = open_index(conn, config, embedder)
+        counts = store.counts()
+    result = {"index": config.index, "representation_id": rep_id,
+              "embedder": embedder.identity.to_dict(), "counts": counts}
+    if args.json:
+        emit_json(result)
+    else:
+        print(f"index {config.index!r} ready: {counts['sources']} sources, "
+              f"{counts['chunks']} chunks, representation {rep_id}")
+    return EXIT_OK
+
+
+def _sync_command(args: argparse.Namespace, *, remove_missing: bool) -> int:
+    from .health import check_health
+    from .refresh import sync
+    from .server import connect
+
+    config = load_config(args)
+    root = Path(args.path)
+    if not root.is_dir():
+        raise UsageError(f"{args.path} is not a directory")
+    with connect() as conn:
+        report = sync(conn, config, str(root), remove_missing=remove_missing,
+                      progress=not args.json and sys.stderr.isatty())
+        health = check_health(conn, config.index, report.representation_id,
+                              expect_hnsw=config.hnsw_build) if remove_missing else None
+    document = report.to_dict()
+    if health is not None:
+        document["health"] = health.to_dict()
+    if args.json:
+        emit_json(document)
+    else:
+        _print_sync(report, "refresh" if remove_missing else "ingest")
+        if health is not None:
+            _print_health(health)
+    return EXIT_OK if health is None or health.ok else EXIT_FAILED_CHECK
+
+
+def _print_sync(report, verb: str) -> None:
+    if not report.changed_anything and not report.failed_observations:
+        print(f"{verb}: nothing changed ({report.unchanged} sources unchanged)")
+    else:
+        print(f"{verb}: {len(report.added)} added, {len(report.changed)} changed, "
+              f"{len(report.reembedded)} re-embedded, {len(report.removed)} removed, "
+              f"{report.unchanged} unchanged; {report.chunks_written} chunks written")
+    for failure in report.failed_observations:
+        print(f"  failed observation (kept): {failure.source_id}: {failure.reason}")
+    for skipped in report.skipped:
+        print(f"  skipped: {skipped['path']}: {skipped['reason']}")
+    print("  seconds: " + ", ".join(f"{k} {v:.2f}" for k, v in report.seconds.items()))
+
+
+def cmd_ingest(args: argparse.Namespace) -> int:
+    return _sync_command(args, remove_missing=False)
+
+
+def cmd_refresh(args: argparse.Namespace) -> int:
+    return _sync_command(args, remove_missing=True)
+
+
+def _print_health(report) -> None:
+    print(f"index {report.index!r}: {report.counts['sources']} sources, "
+          f"{report.counts['chunks']} chunks — {'OK' if report.ok else 'FAILED'}")
+    for check in report.checks:
+        mark = "ok " if check.ok else ("WARN" if check.severity == "warning" else "FAIL")
+        print(f"  [{mark}] {check.name}: {check.detail}")
+
+
+def cmd_health(args: argparse.Namespace) -> int:
+    from .embedders import get_embedder
+    from .health import check_health
+    from .refresh import representation_id
+    from .server import connect
+
+    config = load_config(args)
+    expected = representation_id(config, get_embedder(config.embedder))
+    with connect() as conn:
+        report = check_health(conn, config.index, expected, expect_hnsw=config.hnsw_build)
+    if args.json:
+        emit_json(report.to_dict())
+    else:
+        _print_health(report)
+    return EXIT_OK if report.ok else EXIT_FAILED_CHECK
+
+
+def cmd_server(args: argparse.Namespace) -> int:
+    from . import server
+
+    if args.action == "stop":
+        stopped = server.stop()
+        result = {"stopped": stopped}
+    elif args.action == "start":
+        server.database_url()
+        result = server.status().__dict__
+    else:
+        result = server.status().__dict__
+    if args.json:
+        emit_json(result)
+    else:
+        print(" ".join(f"{k}={v}" for k, v in result.items()))
+    return EXIT_OK
+
+
+CommandTable = dict[str, tuple[Callable[[argparse.Namespace], int], Callable[[argparse.ArgumentParser], None], str]]  # noqa: E501
+
+
+def _common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--index", default=None, help="index (PostgreSQL schema) name")
+    parser.add_argument("--json", action="store_true", help="print one JSON document on stdout")
+    parser.add_argument("--config", default=None, help="TOML configuration file")
+
+
+def _embedder_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--embedder", default=None, help="embedder name (default: minilm)")
+
+
+COMMANDS: CommandTable = {
+    "init": (cmd_init, _embedder_option, "create the index schema"),
+    "ingest": (cmd_ingest,
+               lambda p: (p.add_argument("path"), _embedder_option(p)),
+               "index a corpus folder (add and update)"),
+    "refresh": (cmd_refresh,
+                lambda p: (p.add_argument("path"), _embedder_option(p)),
+                "bring the index in line with a corpus folder, then check health"),
+    "health": (cmd_health, _embedder_option, "check the index's integrity (exit 1 on failure)"),
+    "server": (cmd_server,
+               lambda p: p.add_argument("action", choices=["status", "start", "stop"]),
+               "the embedded PostgreSQL server"),
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="memory-baseline", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", parser_class=_Parser)
+    for name, (handler, configure, help_text) in COMMANDS.items():
+        child = sub.add_parser(name, help=help_text)
+        _common(child)
+        configure(child)
+        child.set_defaults(handler=handler)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from .chunking import ChunkingError
+    from .ingest import IngestError
+    from .server import ServerError
+    from .store import StoreError
+
+    bad_input: tuple[type[BaseException], ...] = (
+        UsageError, ConfigError, IngestError, StoreError, ServerError, ChunkingError, ValueError,
+        FileNotFoundError,
+    )
+    try:
+        args = build_parser().parse_args(argv)
+        if not getattr(args, "handler", None):
+            raise UsageError("missing subcommand; see `memory-baseline --help`")
+        return args.handler(args)
+    except bad_input as exc:
+        message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        print(f"memory-baseline: error: {message}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        print("memory-baseline: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

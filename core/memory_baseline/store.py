@@ -1,0 +1,582 @@
+"""The PostgreSQL store: schema, writes and the search SQL of one index.
+
+One schema per index (a validated name, always quoted with
+`psycopg.sql.Identifier`). Tables:
+
+- ``representations``: a chunker configuration plus an embedder identity; every
+  chunk belongs to exactly one, so a changed chunker or encoder is visible.
+- ``sources``: one row per observed file: id (path relative to the corpus
+  root), kind, content hash, size, the artifact's own timestamp, when it was
+  last observed and whether that observation succeeded.
+- ``chunks``: text and character span of each chunk, a stored tsvector (English
+  lexemes plus identifier terms, see `identifiers`) with a GIN index, its BM25
+  length, and its embedding (pgvector; HNSW with cosine ops where built).
+- ``postings``, ``term_stats``, ``corpus_stats``: BM25 statistics kept by
+  statement-level triggers on ``chunks`` in the same transaction as the chunk
+  rows, so they can never drift from the text they describe. Chunk rows are
+  immutable: a changed source is replaced (delete + insert), never updated.
+
+The tsvector is a stored generated column rather than an expression index:
+measured on SciFact, an expression GIN index made the lexical query about 20x
+slower (p50 632 ms vs 32 ms), because every candidate row re-parses its text.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+import numpy as np
+import psycopg
+from psycopg import sql
+
+from .config import validate_index_name
+
+SCHEMA_VERSION = 1
+HNSW_INDEX = "chunks_embedding_hnsw"
+
+
+class StoreError(RuntimeError):
+    """The index is missing, or its contents contradict the request."""
+
+
+@dataclass(frozen=True)
+class StoredSource:
+    source_id: str
+    kind: str
+    content_hash: str
+    size_bytes: int
+    artifact_time: datetime | None
+    observed_at: datetime
+    observation_status: str
+    observation_error: str | None
+    representation_id: str | None
+
+
+@dataclass(frozen=True)
+class ChunkRow:
+    """A chunk ready to write: text, span, identifiers and its vector."""
+
+    chunk_id: str
+    source_id: str
+    ordinal: int
+    char_start: int
+    char_end: int
+    section: str | None
+    text: str
+    content_hash: str
+    identifiers: list[str]
+    embedding: np.ndarray
+
+
+@dataclass(frozen=True)
+class Hit:
+    chunk_id: str
+    source_id: str
+    score: float
+
+
+_SCHEMA_DDL = """
+CREATE SCHEMA IF NOT EXISTS {s};
+CREATE TABLE IF NOT EXISTS {s}.meta (key text PRIMARY KEY, value jsonb NOT NULL);
+CREATE TABLE IF NOT EXISTS {s}.representations (
+    representation_id text PRIMARY KEY,
+    chunker jsonb NOT NULL,
+    embedder jsonb NOT NULL,
+    dimension integer NOT NULL,
+    created_at timestamptz NOT NULL DEFAULT now()
+);
+CREATE TABLE IF NOT EXISTS {s}.sources (
+    source_id text PRIMARY KEY,
+    kind text NOT NULL,
+    content_hash text NOT NULL,
+    size_bytes bigint NOT NULL,
+    artifact_time timestamptz,
+    observed_at timestamptz NOT NULL DEFAULT now(),
+    observation_status text NOT NULL DEFAULT 'ok' CHECK (observation_status IN ('ok', 'failed')),
+    observation_error text,
+    representation_id text REFERENCES {s}.representations
+);
+CREATE OR REPLACE FUNCTION {s}.tsv_length(tsvector) RETURNS integer
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    RETURN (SELECT coalesce(sum(coalesce(array_length(u.positions, 1), 1)), 0)::integer
+            FROM unnest($1) AS u);
+CREATE TABLE IF NOT EXISTS {s}.chunks (
+    chunk_key bigint GENERATED ALWAYS AS IDENTITY UNIQUE,
+    chunk_id text PRIMARY KEY,
+    source_id text NOT NULL REFERENCES {s}.sources ON DELETE CASCADE,
+    ordinal integer NOT NULL,
+    char_start integer NOT NULL,
+    char_end integer NOT NULL,
+    section text,
+    text text NOT NULL,
+    content_hash text NOT NULL,
+    representation_id text NOT NULL REFERENCES {s}.representations,
+    identifiers text[] NOT NULL DEFAULT '{{}}',
+    tsv tsvector GENERATED ALWAYS AS
+        (to_tsvector('english', text) || array_to_tsvector(identifiers)) STORED,
+    doc_len integer GENERATED ALWAYS AS
+        ({s}.tsv_length(to_tsvector('english', text) || array_to_tsvector(identifiers))) STORED,
+    embedding vector({dim}) NOT NULL
+);
+CREATE INDEX IF NOT EXISTS chunks_source_idx ON {s}.chunks (source_id, ordinal);
+CREATE INDEX IF NOT EXISTS chunks_tsv_gin ON {s}.chunks USING gin (tsv);
+CREATE INDEX IF NOT EXISTS chunks_representation_idx ON {s}.chunks (representation_id);
+CREATE TABLE IF NOT EXISTS {s}.postings (
+    lexeme text NOT NULL,
+    chunk_key bigint NOT NULL,
+    tf integer NOT NULL,
+    doc_len integer NOT NULL,
+    PRIMARY KEY (lexeme, chunk_key) INCLUDE (tf, doc_len)
+);
+CREATE TABLE IF NOT EXISTS {s}.term_stats (lexeme text PRIMARY KEY, df integer NOT NULL);
+CREATE TABLE IF NOT EXISTS {s}.corpus_stats (
+    singleton boolean PRIMARY KEY DEFAULT true CHECK (singleton),
+    n_chunks bigint NOT NULL,
+    total_len bigint NOT NULL
+);
+INSERT INTO {s}.corpus_stats VALUES (true, 0, 0) ON CONFLICT DO NOTHING;
+
+CREATE OR REPLACE FUNCTION {s}.bm25_add() RETURNS trigger LANGUAGE plpgsql AS $body$
+BEGIN
+    INSERT INTO {s}.postings (lexeme, chunk_key, tf, doc_len)
+        SELECT u.lexeme, n.chunk_key, coalesce(array_length(u.positions, 1), 1), n.doc_len
+        FROM new_rows n, unnest(n.tsv) u;
+    INSERT INTO {s}.term_stats AS t (lexeme, df)
+        SELECT u.lexeme, count(*) FROM new_rows n, unnest(n.tsv) u GROUP BY u.lexeme
+        ORDER BY u.lexeme
+        ON CONFLICT (lexeme) DO UPDATE SET df = t.df + excluded.df;
+    UPDATE {s}.corpus_stats SET n_chunks = n_chunks + d.n, total_len = total_len + d.len
+        FROM (SELECT count(*) AS n, coalesce(sum(doc_len), 0) AS len FROM new_rows) d;
+    RETURN NULL;
+END $body$;
+CREATE OR REPLACE FUNCTION {s}.bm25_remove() RETURNS trigger LANGUAGE plpgsql AS $body$
+BEGIN
+    DELETE FROM {s}.postings p USING (
+        SELECT u.lexeme, o.chunk_key FROM old_rows o, unnest(o.tsv) u) d
+        WHERE p.lexeme = d.lexeme AND p.chunk_key = d.chunk_key;
+    UPDATE {s}.term_stats t SET df = t.df - d.n FROM (
+        SELECT u.lexeme, count(*) AS n FROM old_rows o, unnest(o.tsv) u
+        GROUP BY u.lexeme ORDER BY u.lexeme) d
+        WHERE t.lexeme = d.lexeme;
+    DELETE FROM {s}.term_stats WHERE df <= 0;
+    UPDATE {s}.corpus_stats SET n_chunks = n_chunks - d.n, total_len = total_len - d.len
+        FROM (SELECT count(*) AS n, coalesce(sum(doc_len), 0) AS len FROM old_rows) d;
+    RETURN NULL;
+END $body$;
+CREATE OR REPLACE FUNCTION {s}.chunks_immutable() RETURNS trigger LANGUAGE plpgsql AS $body$
+BEGIN
+    IF NEW.text IS DISTINCT FROM OLD.text OR NEW.identifiers IS DISTINCT FROM OLD.identifiers
+       OR NEW.chunk_key IS DISTINCT FROM OLD.chunk_key THEN
+        RAISE EXCEPTION 'chunk text is immutable: replace the source instead';
+    END IF;
+    RETURN NEW;
+END $body$;
+DROP TRIGGER IF EXISTS chunks_bm25_add ON {s}.chunks;
+CREATE TRIGGER chunks_bm25_add AFTER INSERT ON {s}.chunks
+    REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION {s}.bm25_add();
+DROP TRIGGER IF EXISTS chunks_bm25_remove ON {s}.chunks;
+CREATE TRIGGER chunks_bm25_remove AFTER DELETE ON {s}.chunks
+    REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION {s}.bm25_remove();
+DROP TRIGGER IF EXISTS chunks_immutable ON {s}.chunks;
+CREATE TRIGGER chunks_immutable BEFORE UPDATE ON {s}.chunks
+    FOR EACH ROW EXECUTE FUNCTION {s}.chunks_immutable();
+"""
+
+
+def tsquery_from_terms(terms: Iterable[str]) -> str:
+    """An OR of quoted lexemes, in tsquery input syntax (no re-normalisation).
+
+    Quoting makes each term a literal lexeme, so punctuation inside an
+    identifier cannot be read as a tsquery operator.
+    """
+    quoted = []
+    for term in terms:
+        escaped = term.replace("\\", "\\\\").replace("'", "''")
+        quoted.append(f"'{escaped}'")
+    return " | ".join(quoted)
+
+
+class Store:
+    """All SQL for one index; callers own the connection and its transactions."""
+
+    def __init__(self, conn: psycopg.Connection, index: str) -> None:
+        self.conn = conn
+        self.index = validate_index_name(index)
+        self.schema = sql.Identifier(index)
+
+    def _q(self, template: str) -> sql.Composed:
+        return sql.SQL(template).format(s=self.schema)
+
+    # -- lifecycle -------------------------------------------------------
+    def exists(self) -> bool:
+        row = self.conn.execute(
+            "SELECT to_regclass(%s) IS NOT NULL", (f'"{self.index}".chunks',)
+        ).fetchone()
+        return bool(row and row[0])
+
+    def require(self) -> None:
+        if not self.exists():
+            raise StoreError(
+                f"index {self.index!r} does not exist: run `memory-baseline init --index "
+                f"{self.index}` and `ingest` first"
+            )
+
+    def create(self, dimension: int) -> bool:
+        """Create the schema if absent; returns True when it was created now."""
+        if self.exists():
+            current = self.dimension()
+            if current is not None and current != dimension:
+                raise StoreError(
+                    f"index {self.index!r} stores {current}-d vectors, the configured embedder "
+                    f"makes {dimension}-d ones: run `refresh` to re-embed, or use another index"
+                )
+            return False
+        with self.conn.transaction():
+            self.conn.execute(sql.SQL(_SCHEMA_DDL).format(s=self.schema, dim=sql.Literal(dimension)))
+            self.set_meta("schema_version", SCHEMA_VERSION)
+        return True
+
+    def drop(self) -> None:
+        with self.conn.transaction():
+            self.conn.execute(self._q("DROP SCHEMA IF EXISTS {s} CASCADE"))
+
+    def dimension(self) -> int | None:
+        row = self.conn.execute(
+            """SELECT a.atttypmod FROM pg_attribute a
+               WHERE a.attrelid = to_regclass(%s) AND a.attname = 'embedding'""",
+            (f'"{self.index}".chunks',),
+        ).fetchone()
+        return int(row[0]) if row and row[0] and row[0] > 0 else None
+
+    def set_meta(self, key: str, value: object) -> None:
+        self.conn.execute(
+            self._q(
+                "INSERT INTO {s}.meta VALUES (%s, %s::jsonb) "
+                "ON CONFLICT (key) DO UPDATE SET value = excluded.value"
+            ),
+            (key, json.dumps(value)),
+        )
+
+    def get_meta(self, key: str) -> object | None:
+        row = self.conn.execute(self._q("SELECT value FROM {s}.meta WHERE key = %s"), (key,)).fetchone()
+        return row[0] if row else None
+
+    # -- representations -------------------------------------------------
+    def ensure_representation(
+        self, representation_id: str, chunker: dict, embedder: dict, dimension: int
+    ) -> None:
+        self.conn.execute(
+            self._q(
+                "INSERT INTO {s}.representations (representation_id, chunker, embedder, dimension) "
+                "VALUES (%s, %s::jsonb, %s::jsonb, %s) ON CONFLICT DO NOTHING"
+            ),
+            (representation_id, json.dumps(chunker), json.dumps(embedder), dimension),
+        )
+
+    def representations_in_use(self) -> dict[str, int]:
+        rows = self.conn.execute(
+            self._q("SELECT representation_id, count(*) FROM {s}.chunks GROUP BY 1 ORDER BY 1")
+        ).fetchall()
+        return {r[0]: int(r[1]) for r in rows}
+
+    def representation(self, representation_id: str) -> dict | None:
+        row = self.conn.execute(
+            self._q(
+                "SELECT chunker, embedder, dimension FROM {s}.representations "
+                "WHERE representation_id = %s"
+            ),
+            (representation_id,),
+        ).fetchone()
+        if not row:
+            return None
+        return {"chunker": row[0], "embedder": row[1], "dimension": row[2]}
+
+    # -- sources and chunks ----------------------------------------------
+    def sources(self) -> dict[str, StoredSource]:
+        rows = self.conn.execute(
+            self._q(
+                "SELECT source_id, kind, content_hash, size_bytes, artifact_time, observed_at, "
+                "observation_status, observation_error, representation_id FROM {s}.sources"
+            )
+        ).fetchall()
+        return {r[0]: StoredSource(*r) for r in rows}
+
+    def lock_for_write(self) -> None:
+        """Serialise writers of this index for the current transaction."""
+        self.conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"memory-baseline:{self.index}",))
+
+    def replace_source(
+        self,
+        source_id: str,
+        kind: str,
+        content_hash: str,
+        size_bytes: int,
+        artifact_time: datetime | None,
+        representation_id: str,
+        chunks: Sequence[ChunkRow],
+    ) -> None:
+        """Write a source and exactly these chunks (call inside a transaction)."""
+        self.conn.execute(self._q("DELETE FROM {s}.chunks WHERE source_id = %s"), (source_id,))
+        self.conn.execute(
+            self._q(
+                """INSERT INTO {s}.sources (source_id, kind, content_hash, size_bytes,
+                       artifact_time, observed_at, observation_status, observation_error,
+                       representation_id)
+                   VALUES (%s, %s, %s, %s, %s, now(), 'ok', NULL, %s)
+                   ON CONFLICT (source_id) DO UPDATE SET kind = excluded.kind,
+                       content_hash = excluded.content_hash, size_bytes = excluded.size_bytes,
+                       artifact_time = excluded.artifact_time, observed_at = now(),
+                       observation_status = 'ok', observation_error = NULL,
+                       representation_id = excluded.representation_id"""
+            ),
+            (source_id, kind, content_hash, size_bytes, artifact_time, representation_id),
+        )
+        self.copy_chunks(chunks, representation_id)
+
+    def copy_chunks(self, chunks: Sequence[ChunkRow], representation_id: str) -> None:
+        if not chunks:
+            return
+        statement = self._q(
+            "COPY {s}.chunks (chunk_id, source_id, ordinal, char_start, char_end, section, text, "
+            "content_hash, representation_id, identifiers, embedding) FROM STDIN (FORMAT BINARY)"
+        )
+        with self.conn.cursor().copy(statement) as copy:
+            copy.set_types(
+                ["text", "text", "int4", "int4", "int4", "text", "text", "text", "text",
+                 "text[]", "vector"]
+            )
+            for chunk in chunks:
+                copy.write_row(
+                    (chunk.chunk_id, chunk.source_id, chunk.ordinal, chunk.char_start,
+                     chunk.char_end, chunk.section, chunk.text, chunk.content_hash,
+                     representation_id, chunk.identifiers,
+                     np.asarray(chunk.embedding, dtype=np.float32))
+                )
+
+    def touch_sources(self, source_ids: Sequence[str]) -> None:
+        """Record a successful, unchanged observation."""
+        if source_ids:
+            self.conn.execute(
+                self._q(
+                    "UPDATE {s}.sources SET observed_at = now(), observation_status = 'ok', "
+                    "observation_error = NULL WHERE source_id = ANY(%s)"
+                ),
+                (list(source_ids),),
+            )
+
+    def mark_failed(self, source_id: str, reason: str) -> None:
+        """A read failed: keep the last good content, record the failure."""
+        self.conn.execute(
+            self._q(
+                "UPDATE {s}.sources SET observation_status = 'failed', observation_error = %s, "
+                "observed_at = now() WHERE source_id = %s"
+            ),
+            (reason, source_id),
+        )
+
+    def remove_sources(self, source_ids: Sequence[str]) -> None:
+        if source_ids:
+            self.conn.execute(
+                self._q("DELETE FROM {s}.sources WHERE source_id = ANY(%s)"), (list(source_ids),)
+            )
+
+    def chunk_texts(self, chunk_ids: Sequence[str]) -> dict[str, dict]:
+        rows = self.conn.execute(
+            self._q(
+                "SELECT c.chunk_id, c.source_id, c.ordinal, c.char_start, c.char_end, c.section, "
+                "c.text, s.kind, s.artifact_time FROM {s}.chunks c "
+                "JOIN {s}.sources s USING (source_id) WHERE c.chunk_id = ANY(%s)"
+            ),
+            (list(chunk_ids),),
+        ).fetchall()
+        keys = ("chunk_id", "source_id", "ordinal", "char_start", "char_end", "section", "text",
+                "kind", "artifact_time")
+        return {r[0]: dict(zip(keys, r, strict=True)) for r in rows}
+
+    def source_chunks(self, source_id: str) -> list[dict]:
+        rows = self.conn.execute(
+            self._q("SELECT chunk_id FROM {s}.chunks WHERE source_id = %s ORDER BY ordinal"),
+            (source_id,),
+        ).fetchall()
+        found = self.chunk_texts([r[0] for r in rows])
+        return [found[r[0]] for r in rows]
+
+    # -- vector index ------------------------------------------------------
+    def has_hnsw(self) -> bool:
+        row = self.conn.execute(
+            "SELECT to_regclass(%s) IS NOT NULL", (f'"{self.index}".{HNSW_INDEX}',)
+        ).fetchone()
+        return bool(row and row[0])
+
+    def build_hnsw(self, m: int = 16, ef_construction: int = 64) -> None:
+        self.conn.execute("SET maintenance_work_mem = '256MB'")
+        self.conn.execute(
+            sql.SQL(
+                "CREATE INDEX IF NOT EXISTS {name} ON {s}.chunks USING hnsw "
+                "(embedding vector_cosine_ops) WITH (m = {m}, ef_construction = {efc})"
+            ).format(
+                name=sql.Identifier(HNSW_INDEX), s=self.schema, m=sql.Literal(m),
+                efc=sql.Literal(ef_construction),
+            )
+        )
+
+    def drop_hnsw(self) -> None:
+        self.conn.execute(
+            sql.SQL("DROP INDEX IF EXISTS {s}.{name}").format(
+                s=self.schema, name=sql.Identifier(HNSW_INDEX)
+            )
+        )
+
+    def analyze(self) -> None:
+        """Refresh planner statistics and the visibility map (index-only BM25 scans)."""
+        previous = self.conn.autocommit
+        self.conn.autocommit = True
+        try:
+            for table in ("chunks", "postings", "term_stats", "sources"):
+                self.conn.execute(
+                    sql.SQL("VACUUM (ANALYZE) {s}.{t}").format(s=self.schema, t=sql.Identifier(table))
+                )
+        finally:
+            self.conn.autocommit = previous
+
+    # -- counts ------------------------------------------------------------
+    def counts(self) -> dict[str, int]:
+        row = self.conn.execute(
+            self._q(
+                "SELECT (SELECT count(*) FROM {s}.sources), (SELECT count(*) FROM {s}.chunks), "
+                "(SELECT count(*) FROM {s}.sources WHERE observation_status = 'failed')"
+            )
+        ).fetchone()
+        return {"sources": int(row[0]), "chunks": int(row[1]), "failed_observations": int(row[2])}
+
+    # -- search --------------------------------------------------------------
+    def query_lexemes(self, query: str) -> list[str]:
+        """The English lexemes PostgreSQL derives from `query` (stemmed, stop words removed)."""
+        row = self.conn.execute(
+            "SELECT coalesce(array_agg(lexeme ORDER BY lexeme), '{}') "
+            "FROM unnest(to_tsvector('english', %s))",
+            (query,),
+            prepare=False,
+        ).fetchone()
+        return list(row[0]) if row else []
+
+    def lexical_bm25(
+        self, terms: Sequence[str], limit: int, k1: float, b: float
+    ) -> list[Hit]:
+        """Okapi BM25 over the postings of the query terms (Lucene's IDF, never negative)."""
+        if not terms:
+            return []
+        rows = self.conn.execute(
+            self._q(
+                """WITH stats AS (
+                       SELECT n_chunks, total_len::float8 / greatest(n_chunks, 1) AS avgdl
+                       FROM {s}.corpus_stats),
+                   q AS (
+                       SELECT t.lexeme,
+                              ln(1 + (st.n_chunks - t.df + 0.5) / (t.df + 0.5)) AS idf
+                       FROM {s}.term_stats t, stats st WHERE t.lexeme = ANY(%(terms)s)),
+                   scored AS (
+                       SELECT p.chunk_key,
+                              sum(q.idf * p.tf * (%(k1)s + 1)
+                                  / (p.tf + %(k1)s * (1 - %(b)s + %(b)s * p.doc_len / st.avgdl)))
+                                  AS score
+                       FROM q JOIN {s}.postings p ON p.lexeme = q.lexeme CROSS JOIN stats st
+                       GROUP BY p.chunk_key ORDER BY score DESC, p.chunk_key LIMIT %(limit)s)
+                   SELECT c.chunk_id, c.source_id, scored.score
+                   FROM scored JOIN {s}.chunks c ON c.chunk_key = scored.chunk_key
+                   ORDER BY scored.score DESC, c.chunk_id"""
+            ),
+            {"terms": list(terms), "k1": float(k1), "b": float(b), "limit": int(limit)},
+        ).fetchall()
+        return [Hit(r[0], r[1], float(r[2])) for r in rows]
+
+    def lexical_tsrank_cd(self, terms: Sequence[str], limit: int) -> list[Hit]:
+        """The chapter's lexical path: OR-ed terms ranked by `ts_rank_cd` (kept for comparison)."""
+        if not terms:
+            return []
+        rows = self.conn.execute(
+            self._q(
+                """SELECT chunk_id, source_id, ts_rank_cd(tsv, q) AS score
+                   FROM {s}.chunks, CAST(%(q)s AS tsquery) AS q
+                   WHERE tsv @@ q ORDER BY score DESC, chunk_id LIMIT %(limit)s"""
+            ),
+            {"q": tsquery_from_terms(terms), "limit": int(limit)},
+        ).fetchall()
+        return [Hit(r[0], r[1], float(r[2])) for r in rows]
+
+    def dense(
+        self,
+        vector: np.ndarray,
+        limit: int,
+        representation_id: str,
+        *,
+        plan: str = "hnsw",
+        ef_search: int = 100,
+        iterative_scan: str = "relaxed_order",
+        explain: bool = False,
+    ) -> tuple[list[Hit], list[str] | None]:
+        """Cosine nearest neighbours among chunks of one representation.
+
+        `plan="exact"` disables index scans for this transaction, so the answer is
+        the exact top-k; with HNSW, `ef_search` is raised to at least `limit` and
+        iterative scan is applied so a filtered query still returns `limit` rows.
+        Returns the hits and, on request, the plan's node lines. (No tie-break
+        column in ORDER BY: one would stop PostgreSQL from using the HNSW index.)
+        """
+        if plan not in ("hnsw", "exact"):
+            raise StoreError(f"unknown dense plan {plan!r}: use hnsw or exact")
+        if iterative_scan not in ("off", "strict_order", "relaxed_order"):
+            raise StoreError(f"unknown iterative scan mode {iterative_scan!r}")
+        query = self._q(
+            """SELECT chunk_id, source_id, 1 - (embedding <=> %(v)s) AS score
+               FROM {s}.chunks WHERE representation_id = %(rep)s
+               ORDER BY embedding <=> %(v)s LIMIT %(limit)s"""
+        )
+        params = {"v": np.asarray(vector, dtype=np.float32), "rep": representation_id,
+                  "limit": int(limit)}
+        plan_lines: list[str] | None = None
+        with self.conn.transaction():
+            if plan == "exact":
+                self.conn.execute("SET LOCAL enable_indexscan = off")
+            else:
+                self.conn.execute(
+                    sql.SQL("SET LOCAL hnsw.ef_search = {}").format(
+                        sql.Literal(max(int(ef_search), int(limit)))
+                    )
+                )
+                self.conn.execute(
+                    sql.SQL("SET LOCAL hnsw.iterative_scan = {}").format(sql.Literal(iterative_scan))
+                )
+            if explain:
+                plan_rows = self.conn.execute(
+                    sql.SQL("EXPLAIN (COSTS OFF) ") + query, params, prepare=False
+                ).fetchall()
+                plan_lines = [r[0] for r in plan_rows]
+            # prepare=False: a cached plan would ignore the SET LOCAL above.
+            rows = self.conn.execute(query, params, prepare=False).fetchall()
+        return [Hit(r[0], r[1], float(r[2])) for r in rows], plan_lines
+
+    def explain_lexical_bm25(self, terms: Sequence[str], limit: int, k1: float, b: float) -> str:
+        """`EXPLAIN ANALYZE` of the BM25 query (for benchmarks and the book)."""
+        return "\n".join(
+            r[0]
+            for r in self.conn.execute(
+                sql.SQL("EXPLAIN (ANALYZE, BUFFERS) ")
+                + self._q(
+                    """WITH stats AS (
+                           SELECT n_chunks, total_len::float8 / greatest(n_chunks, 1) AS avgdl
+                           FROM {s}.corpus_stats),
+                       q AS (SELECT t.lexeme, ln(1 + (st.n_chunks - t.df + 0.5) / (t.df + 0.5)) idf
+                             FROM {s}.term_stats t, stats st WHERE t.lexeme = ANY(%(terms)s))
+                       SELECT p.chunk_key, sum(q.idf * p.tf * (%(k1)s + 1)
+                              / (p.tf + %(k1)s * (1 - %(b)s + %(b)s * p.doc_len / st.avgdl))) s
+                       FROM q JOIN {s}.postings p ON p.lexeme = q.lexeme CROSS JOIN stats st
+                       GROUP BY p.chunk_key ORDER BY s DESC LIMIT %(limit)s"""
+                ),
+                {"terms": list(terms), "k1": k1, "b": b, "limit": limit},
+                prepare=False,
+            ).fetchall()
+        )

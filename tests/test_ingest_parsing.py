@@ -1,0 +1,35 @@
+"""Artifact timestamps, kinds and identifier terms."""
+
+from __future__ import annotations
+
+from memory_baseline.identifiers import chunk_identifiers, extract_identifiers
+from memory_baseline.ingest import artifact_timestamp, source_kind
+
+
+def test_artifact_timestamps_from_the_artifact_itself():
+    assert artifact_timestamp("a.md", "---\ntitle: x\ndate: 2024-07-10\n---\nbody").date().isoformat() == "2024-07-10"  # noqa: E501
+    assert artifact_timestamp("a.md", "# ADR\n\nDate: 12 August 2024\n").date().isoformat() == "2024-08-12"  # noqa: E501
+    assert artifact_timestamp("notes/2024-08-05-standup.md", "no date here").date().isoformat() == "2024-08-05"  # noqa: E501
+    log = "2024-07-22T09:15:03Z INFO cutover\n2024-07-23T00:00:00Z INFO done"
+    stamp = artifact_timestamp("ops/cutover.log", log)
+    assert stamp.isoformat().startswith("2024-07-22T09:15:03")
+    assert artifact_timestamp("plain.md", "nothing dated") is None
+
+
+def test_kinds_are_file_name_conventions():
+    assert source_kind("decisions/adr-007.md") == "decision-record"
+    assert source_kind("sessions/session-040.md") == "session"
+    assert source_kind("src/app.py") == "code"
+    assert source_kind("config/eventstore.yaml") == "yaml"
+    assert source_kind("image.png") is None
+
+
+def test_identifiers_survive_punctuation():
+    found = extract_identifiers(
+        "See adr-007.md, E-BRK-042 and publish_shipment_event() in v2.3.1; evt-204 too."
+    )
+    for term in ["adr-007.md", "adr-007", "e-brk-042", "publish_shipment_event", "v2.3.1", "evt-204"]:
+        assert term in found
+    assert "end." not in found and "too." not in found
+    assert chunk_identifiers("decisions/adr-009.md", "text")[:3] == [
+        "decisions/adr-009.md", "adr-009.md", "adr-009"]
