@@ -1,0 +1,503 @@
+"""Score one system output against one task: the instrument's definition of success.
+
+`score_task` is deterministic: the same task and output always give the same
+Score. Any change to what it decides must bump GRADER_VERSION, which every
+Score carries, so old and new scores are never silently mixed.
+
+Decisions this module makes (and documents here, once):
+
+* Abstention. The system's `abstained` flag is primary. An answer whose text
+  contains one of ABSTENTION_PHRASES also counts as an abstention, unless the
+  text passes every answer check of an answerable task; then the reader has
+  answered and merely hedged a part of it.
+* Outcome labels (exactly one per score, see OUTCOMES). An answerable task's
+  abstention is a `false_abstention` when at least one expected source reached
+  the reader, and a `missed_evidence_abstention` when none did: the first is a
+  reading failure, the second a retrieval failure. A correct answer to a task
+  whose answer is a recorded negative is `correct_evidenced_negative`, never an
+  abstention.
+* Citations. The canonical form is the source id in square brackets right
+  after the claim: `PostgreSQL was adopted [decisions/adr-007.md].`
+  `[source: path]`, `(source: path)`, `[S1: path]` and several ids separated by
+  `,` or `;` are accepted too. A bracket counts as a citation only when each id
+  in it looks like a path (has a `/` or a file extension), so `list[str]` or
+  `[1]` are not citations. An id matches an admitted passage by source id or
+  chunk id.
+* Claim support. The answer outside fenced code is split into sentences (and
+  lines); citations attach to the sentence they end, or to the previous one
+  when they stand alone. A cited claim is supported when a cited, admitted
+  passage contains a quoted span of the claim (at least MIN_QUOTE_WORDS words,
+  case and whitespace ignored), or else when at least SUPPORT_THRESHOLD of the
+  claim's content words (lowercased, stop words removed, lightly stemmed)
+  occur in the cited passages. This is a lexical check: it catches citations
+  to passages about something else, not subtle misreadings.
+* Extraneous admitted sources are reported as such; whether they hurt the
+  reader is a separate experiment, so no label here calls them a distraction.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import tomllib
+from collections.abc import Sequence
+from dataclasses import dataclass, field, fields, is_dataclass
+from typing import Any, Protocol, runtime_checkable
+
+import yaml
+
+from .metrics import StageMetrics, normalise_text, stage_metrics, word_overlap
+from .outputs import STAGES, Passage, SystemOutput
+from .tasks import ArtifactCheck, Task
+
+GRADER_VERSION = "instrument-1.0"
+
+ABSTENTION_PHRASES: tuple[str, ...] = ("insufficient evidence",)
+SUPPORT_THRESHOLD = 0.6
+MIN_QUOTE_WORDS = 3
+
+OUTCOMES: tuple[str, ...] = (
+    "correct_answer",
+    "correct_evidenced_negative",
+    "correct_abstention",
+    "false_abstention",
+    "missed_evidence_abstention",
+    "unsupported_answer",
+    "wrong_answer",
+)
+CORRECT_OUTCOMES = frozenset({"correct_answer", "correct_evidenced_negative", "correct_abstention"})
+
+
+class ScoringError(ValueError):
+    """The task and output cannot be scored together (e.g. they name different tasks)."""
+
+
+@runtime_checkable
+class ClaimJudge(Protocol):
+    """An optional second opinion on claim support, e.g. a model; never the default.
+
+    `identity` (model name, revision, prompt version, ...) is written into every
+    Score the judge took part in, so its verdicts are traceable to what gave them.
+    """
+
+    identity: dict[str, str]
+
+    def supports(self, claim: str, passages: Sequence[Passage]) -> bool: ...
+
+
+@dataclass(frozen=True)
+class ClaimCheck:
+    """The support verdict for one cited claim of the answer."""
+
+    claim: str
+    cited_ids: tuple[str, ...]
+    supported: bool
+    method: str  # "quote", "overlap", or "none" when nothing could be checked
+    overlap: float | None
+    reason: str
+    judge_supported: bool | None = None
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """The result of one artifact check."""
+
+    check: dict[str, Any]
+    passed: bool
+    reason: str
+
+
+@dataclass(frozen=True)
+class Score:
+    """Every judgement the instrument makes about one output, with its evidence."""
+
+    grader_version: str
+    task_id: str
+    condition: str
+    question_type: str
+    outcome: str
+    passed: bool
+    abstained: bool
+    abstention_signal: str | None  # "flag", "text" or None
+    stage_metrics: dict[str, StageMetrics]
+    admitted_sources: tuple[str, ...]
+    expected_admitted: tuple[str, ...]
+    extraneous_admitted: tuple[str, ...]
+    must_include_groups_matched: int
+    must_include_groups_total: int
+    unmatched_groups: tuple[tuple[str, ...], ...]
+    must_not_include_hits: tuple[str, ...]
+    answer_checks_pass: bool
+    cited_sources: tuple[str, ...]
+    unknown_citations: tuple[str, ...]
+    reported_unknown_citations: tuple[str, ...]
+    supported_claims: tuple[ClaimCheck, ...]
+    unsupported_claims: tuple[ClaimCheck, ...]
+    uncited_claims: tuple[str, ...]
+    claim_judge: dict[str, str] | None
+    artifact_source: str | None  # "artifact", "fenced_block", "answer"; None without checks
+    artifact_checks: tuple[CheckResult, ...]
+    artifact_pass: bool | None
+    usage: dict[str, float] = field(default_factory=dict)
+    timings_ms: dict[str, float] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
+
+    def stage(self, name: str) -> StageMetrics | None:
+        return self.stage_metrics.get(name)
+
+    def to_dict(self) -> dict[str, Any]:
+        return _jsonable(self)
+
+
+def _jsonable(value: Any) -> Any:
+    if is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _jsonable(getattr(value, f.name)) for f in fields(value)}
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    return value
+
+
+# --- citations ----------------------------------------------------------------------
+
+_FENCED_BLOCK = re.compile(r"```[^\n]*\n(.*?)```", re.DOTALL)
+_BRACKET = re.compile(r"\[([^\[\]\n]+)\](?!\()")  # `[text](url)` is a link, not a citation
+_PAREN_SOURCE = re.compile(r"\(\s*(sources?\s*:[^()\n]+)\)", re.IGNORECASE)
+_LABEL = re.compile(r"^\s*(?:sources?|src|s\d+|\d+)\s*:\s*", re.IGNORECASE)
+_ID_SHAPE = re.compile(r"[\w.\-]+(?:/[\w.\-]+)*(?:#[\w.\-:]+)?")
+_HAS_EXTENSION = re.compile(r"\.[A-Za-z][A-Za-z0-9]*$")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=\S)")
+_LIST_MARKER = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
+_QUOTED = re.compile(r"\"([^\"]+)\"|“([^”]+)”")
+
+
+def _citation_ids(inner: str) -> list[str] | None:
+    """The ids inside one bracket, or None when it is not a citation."""
+    body = _LABEL.sub("", inner, count=1)
+    ids = [part.strip() for part in re.split(r"[,;]", body)]
+    if not ids or any(not _looks_like_source_id(i) for i in ids):
+        return None
+    return ids
+
+
+def _looks_like_source_id(candidate: str) -> bool:
+    if not _ID_SHAPE.fullmatch(candidate):
+        return False
+    path = candidate.split("#", 1)[0]
+    return "/" in path or bool(_HAS_EXTENSION.search(path))
+
+
+def _extract_citations(segment: str) -> tuple[str, list[str]]:
+    """Remove citations from a segment; return the remaining text and the ids, in order."""
+    found: list[tuple[int, list[str]]] = []
+
+    def take(match: re.Match[str]) -> str:
+        ids = _citation_ids(match.group(1))
+        if ids is None:
+            return match.group(0)
+        found.append((match.start(), ids))
+        return " "
+
+    text = _PAREN_SOURCE.sub(take, segment)
+    text = _BRACKET.sub(take, text)
+    ids = [i for _, group in sorted(found, key=lambda item: item[0]) for i in group]
+    # Removing "claim [id]." leaves "claim ."; close the gap so claim text reads as written.
+    return re.sub(r"\s+([.,;:!?])", r"\1", " ".join(text.split())), ids
+
+
+def parse_citations(text: str) -> list[tuple[str, list[str]]]:
+    """Split an answer into claims and the source ids each one cites.
+
+    Every claim is returned, cited or not (uncited claims have an empty list), so
+    callers can count both. Text inside fenced code blocks is work product, not
+    claims, and is skipped.
+    """
+    prose = _FENCED_BLOCK.sub("\n", text)
+    claims: list[tuple[str, list[str]]] = []
+    for line in prose.splitlines():
+        line = _LIST_MARKER.sub("", line)
+        for segment in _SENTENCE_END.split(line.strip()):
+            claim, ids = _extract_citations(segment)
+            claim = claim.strip()
+            if not re.search(r"\w", claim):
+                if ids and claims:  # a citation standing after its sentence's full stop
+                    previous, previous_ids = claims[-1]
+                    claims[-1] = (previous, list(dict.fromkeys(previous_ids + ids)))
+                elif ids:
+                    claims.append(("", list(dict.fromkeys(ids))))
+                continue
+            claims.append((claim, list(dict.fromkeys(ids))))
+    return claims
+
+
+def _passages_for(cited_id: str, passages: Sequence[Passage]) -> list[Passage]:
+    return [p for p in passages if cited_id in (p.source_id, p.chunk_id)]
+
+
+def check_claim(
+    claim: str,
+    cited_ids: Sequence[str],
+    passages: Sequence[Passage],
+    judge: ClaimJudge | None = None,
+) -> ClaimCheck:
+    """Decide deterministically whether the admitted passages a claim cites support it."""
+    cited = tuple(cited_ids)
+    cited_passages = [p for cid in cited for p in _passages_for(cid, passages)]
+    if not cited_passages:
+        return ClaimCheck(claim, cited, False, "none", None, "no cited id was admitted")
+    judge_verdict = judge.supports(claim, cited_passages) if judge is not None else None
+    passage_texts = [normalise_text(p.text) for p in cited_passages]
+    for match in _QUOTED.finditer(claim):
+        quote = normalise_text(match.group(1) or match.group(2))
+        if len(quote.split()) >= MIN_QUOTE_WORDS and any(quote in t for t in passage_texts):
+            return ClaimCheck(
+                claim, cited, True, "quote", None, "quoted span found", judge_verdict
+            )
+    overlap = word_overlap(claim, (p.text for p in cited_passages))
+    if overlap is None:
+        return ClaimCheck(
+            claim, cited, False, "none", None, "claim has no content words", judge_verdict
+        )
+    supported = overlap >= SUPPORT_THRESHOLD
+    comparison = ">=" if supported else "<"
+    reason = f"content-word overlap {overlap:.2f} {comparison} {SUPPORT_THRESHOLD}"
+    return ClaimCheck(claim, cited, supported, "overlap", overlap, reason, judge_verdict)
+
+
+# --- answer checks and abstention -----------------------------------------------------
+
+
+def detect_abstention(output: SystemOutput) -> str | None:
+    """'flag' if the system said it abstained, 'text' if the answer says so, else None."""
+    if output.abstained:
+        return "flag"
+    answer = normalise_text(output.answer)
+    if any(phrase in answer for phrase in ABSTENTION_PHRASES):
+        return "text"
+    return None
+
+
+def _answer_checks(task: Task, answer: str) -> tuple[int, list[tuple[str, ...]], list[str]]:
+    text = normalise_text(answer)
+    unmatched = [
+        group
+        for group in task.answer.must_include
+        if not any(normalise_text(phrase) in text for phrase in group)
+    ]
+    hits = [phrase for phrase in task.answer.must_not_include if normalise_text(phrase) in text]
+    return len(task.answer.must_include) - len(unmatched), unmatched, hits
+
+
+def _outcome(
+    task: Task, signal: str | None, checks_pass: bool, evidence_admitted: bool
+) -> tuple[str, bool]:
+    """The outcome label, and whether the output counts as an abstention."""
+    if task.answer.abstain:
+        return ("correct_abstention", True) if signal else ("unsupported_answer", False)
+    # A text-only signal on an answer that passes every check is a hedge, not an abstention.
+    abstained = signal == "flag" or (signal == "text" and not checks_pass)
+    if abstained:
+        label = "false_abstention" if evidence_admitted else "missed_evidence_abstention"
+        return label, True
+    if checks_pass:
+        label = "correct_evidenced_negative" if task.answer.evidenced_negative else "correct_answer"
+        return label, False
+    return "wrong_answer", False
+
+
+# --- downstream artifacts ---------------------------------------------------------------
+
+
+def extract_artifact(output: SystemOutput) -> tuple[str, str]:
+    """The work product to check, and where it came from.
+
+    The system's separate artifact wins; else the first fenced code block of the
+    answer; else the whole answer.
+    """
+    if output.artifact is not None:
+        return output.artifact, "artifact"
+    block = _FENCED_BLOCK.search(output.answer)
+    if block:
+        return block.group(1), "fenced_block"
+    return output.answer, "answer"
+
+
+def _load_structured(text: str, fmt: str) -> Any:
+    if fmt == "yaml":
+        return yaml.safe_load(text)
+    if fmt == "json":
+        return json.loads(text)
+    if fmt == "toml":
+        return tomllib.loads(text)
+    raise ScoringError(f"unknown artifact format {fmt!r}")
+
+
+_PARSE_ERRORS = (yaml.YAMLError, json.JSONDecodeError, tomllib.TOMLDecodeError)
+
+
+def run_artifact_check(check: ArtifactCheck, artifact: str) -> CheckResult:
+    """Execute one check against the artifact text."""
+    spec = check.to_dict()
+    if check.check in ("matches", "not_matches"):
+        found = re.search(check.pattern or "", artifact, re.IGNORECASE)
+        if check.check == "matches":
+            reason = f"found {found.group(0)!r}" if found else "pattern not found"
+            return CheckResult(spec, bool(found), reason)
+        reason = f"forbidden text found: {found.group(0)!r}" if found else "pattern absent"
+        return CheckResult(spec, not found, reason)
+
+    fmt = check.format or ""
+    try:
+        document = _load_structured(artifact, fmt)
+    except _PARSE_ERRORS as exc:
+        first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        return CheckResult(spec, False, f"not valid {fmt}: {first_line}")
+    # A bare scalar (e.g. prose read as one YAML string) is not a structured work product.
+    if not isinstance(document, dict | list):
+        return CheckResult(spec, False, f"{fmt} parsed to a {type(document).__name__}, "
+                           "not a mapping or list")
+    if check.check == "parses":
+        return CheckResult(spec, True, f"valid {fmt}")
+
+    value: Any = document
+    for part in (check.key or "").split("."):
+        if isinstance(value, dict) and part in value:
+            value = value[part]
+        elif isinstance(value, list) and part.isdigit() and int(part) < len(value):
+            value = value[int(part)]
+        else:
+            return CheckResult(spec, False, f"key '{check.key}' not found (missing '{part}')")
+    if isinstance(value, dict | list):
+        return CheckResult(spec, False, f"key '{check.key}' holds a {type(value).__name__}, "
+                           "not a value")
+    actual = str(value).strip().casefold()
+    if actual in {option.strip().casefold() for option in check.any_of}:
+        return CheckResult(spec, True, f"'{check.key}' is {value!r}")
+    return CheckResult(
+        spec, False, f"'{check.key}' is {value!r}, expected one of {list(check.any_of)}"
+    )
+
+
+def downstream_gain(with_history: Score, without: Score) -> dict[str, Any]:
+    """Compare one downstream task's artifact checks with and without project history.
+
+    The harness pairs the two conditions; this only does the arithmetic and names
+    which checks the history fixed or broke.
+    """
+    if with_history.task_id != without.task_id:
+        raise ScoringError(
+            f"downstream_gain compares one task; got '{with_history.task_id}' "
+            f"and '{without.task_id}'"
+        )
+    if not with_history.artifact_checks or not without.artifact_checks:
+        raise ScoringError(f"task '{with_history.task_id}' has no artifact checks to compare")
+    pairs = list(zip(with_history.artifact_checks, without.artifact_checks, strict=True))
+    passed_with = sum(a.passed for a, _ in pairs)
+    passed_without = sum(b.passed for _, b in pairs)
+    return {
+        "task_id": with_history.task_id,
+        "with_condition": with_history.condition,
+        "without_condition": without.condition,
+        "checks_total": len(pairs),
+        "checks_passed_with": passed_with,
+        "checks_passed_without": passed_without,
+        "gain": passed_with - passed_without,
+        "fixed_checks": [a.check for a, b in pairs if a.passed and not b.passed],
+        "broken_checks": [a.check for a, b in pairs if b.passed and not a.passed],
+        "artifact_pass_with": with_history.artifact_pass,
+        "artifact_pass_without": without.artifact_pass,
+        "history_made_the_difference": bool(with_history.artifact_pass)
+        and not without.artifact_pass,
+        "grader_version": with_history.grader_version,
+    }
+
+
+# --- the scorer -------------------------------------------------------------------------
+
+
+def score_task(task: Task, output: SystemOutput, claim_judge: ClaimJudge | None = None) -> Score:
+    """Score one output against its task; deterministic unless a claim judge is supplied."""
+    if task.id != output.task_id:
+        raise ScoringError(f"output for task '{output.task_id}' scored against task '{task.id}'")
+    notes: list[str] = []
+    expected = task.expected_sources
+
+    metrics = {
+        stage: stage_metrics(stage, output.stages[stage], expected)
+        for stage in STAGES
+        if stage in output.stages
+    }
+
+    admitted = tuple(output.admitted_sources)
+    if "admitted" in output.stages and set(output.stages["admitted"]) != set(admitted):
+        notes.append("stage 'admitted' differs from the sources of admitted_passages")
+    expected_admitted = tuple(s for s in expected if s in admitted)
+    extraneous = tuple(s for s in admitted if s not in expected)
+
+    matched, unmatched, hits = _answer_checks(task, output.answer)
+    checks_pass = not unmatched and not hits
+
+    signal = detect_abstention(output)
+    outcome, abstained = _outcome(task, signal, checks_pass, bool(expected_admitted))
+
+    claims = parse_citations(output.answer)
+    cited = tuple(dict.fromkeys([*output.citations, *(i for _, ids in claims for i in ids)]))
+    known_ids = {p.source_id for p in output.admitted_passages} | {
+        p.chunk_id for p in output.admitted_passages
+    }
+    unknown = tuple(c for c in cited if c not in known_ids)
+    if set(output.unknown_citations) != set(unknown):
+        notes.append(
+            f"system reported unknown citations {sorted(output.unknown_citations)}, "
+            f"instrument found {sorted(unknown)}"
+        )
+    checked = [
+        check_claim(text, ids, output.admitted_passages, claim_judge)
+        for text, ids in claims
+        if ids
+    ]
+
+    artifact_results: tuple[CheckResult, ...] = ()
+    artifact_source: str | None = None
+    artifact_pass: bool | None = None
+    if task.answer.artifact_checks:
+        artifact_text, artifact_source = extract_artifact(output)
+        artifact_results = tuple(
+            run_artifact_check(check, artifact_text) for check in task.answer.artifact_checks
+        )
+        artifact_pass = all(result.passed for result in artifact_results)
+
+    passed = outcome in CORRECT_OUTCOMES and artifact_pass is not False
+    return Score(
+        grader_version=GRADER_VERSION,
+        task_id=task.id,
+        condition=output.condition,
+        question_type=task.question_type,
+        outcome=outcome,
+        passed=passed,
+        abstained=abstained,
+        abstention_signal=signal,
+        stage_metrics=metrics,
+        admitted_sources=admitted,
+        expected_admitted=expected_admitted,
+        extraneous_admitted=extraneous,
+        must_include_groups_matched=matched,
+        must_include_groups_total=len(task.answer.must_include),
+        unmatched_groups=tuple(unmatched),
+        must_not_include_hits=tuple(hits),
+        answer_checks_pass=checks_pass,
+        cited_sources=cited,
+        unknown_citations=unknown,
+        reported_unknown_citations=tuple(output.unknown_citations),
+        supported_claims=tuple(c for c in checked if c.supported),
+        unsupported_claims=tuple(c for c in checked if not c.supported),
+        uncited_claims=tuple(text for text, ids in claims if not ids),
+        claim_judge=dict(claim_judge.identity) if claim_judge is not None else None,
+        artifact_source=artifact_source,
+        artifact_checks=artifact_results,
+        artifact_pass=artifact_pass,
+        usage=dict(output.usage),
+        timings_ms=dict(output.timings_ms),
+        notes=tuple(notes),
+    )
