@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from memory_baseline.identifiers import chunk_identifiers, extract_identifiers
+from memory_baseline.identifiers import extract_identifiers, path_identifiers
 from memory_baseline.ingest import artifact_timestamp, source_kind
 
 
@@ -31,5 +31,5 @@ def test_identifiers_survive_punctuation():
     for term in ["adr-007.md", "adr-007", "e-brk-042", "publish_shipment_event", "v2.3.1", "evt-204"]:
         assert term in found
     assert "end." not in found and "too." not in found
-    assert chunk_identifiers("decisions/adr-009.md", "text")[:3] == [
+    assert path_identifiers("decisions/adr-009.md") == [
         "decisions/adr-009.md", "adr-009.md", "adr-009"]

@@ -173,6 +173,81 @@ def cmd_server(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _parse_as_of(value: str | None) -> str | None:
+    if value is None:
+        return None
+    try:
+        return date.fromisoformat(value).isoformat()
+    except ValueError as exc:
+        raise UsageError(f"--as-of must be an ISO date (YYYY-MM-DD), got {value!r}") from exc
+
+
+def cmd_search(args: argparse.Namespace) -> int:
+    from .baseline import Baseline
+    from .server import connect
+
+    config = load_config(args)
+    if args.explain:
+        config = config.with_overrides(retrieval={"explain": True})
+    with connect() as conn:
+        baseline = Baseline(conn, config)
+        retrieval, context = baseline.search(args.query, _parse_as_of(args.as_of))
+    if args.json:
+        document = retrieval.to_dict()
+        document["stages"].append({
+            "name": "admitted", "ms": retrieval.final.detail.get("assembly_ms"),
+            "source_ids": context.admitted_sources,
+            "candidates": [{"chunk_id": p.chunk_id, "source_id": p.source_id, "rank": i,
+                            "retrieval_rank": p.rank, "truncated": p.truncated}
+                           for i, p in enumerate(context.admitted, 1)],
+            "detail": {k: v for k, v in context.to_dict().items() if k != "admitted"},
+        })
+        emit_json(document)
+        return EXIT_OK
+    for stage in retrieval.stages:
+        print(f"== {stage.name} ({stage.ms:.1f} ms, {len(stage.candidates)} candidates)")
+        for candidate in stage.candidates[: args.show]:
+            print(f"  {candidate.rank:>3}  {candidate.score:8.4f}  {candidate.chunk_id}")
+    print(f"== admitted ({len(context.admitted)} passages, {context.prompt_tokens} prompt tokens "
+          f"of {context.token_budget}, {context.tokenizer})")
+    for passage in context.admitted:
+        print(f"  {passage.rank:>3}  {passage.chunk_id}{'  (truncated)' if passage.truncated else ''}")
+    return EXIT_OK
+
+
+def cmd_ask(args: argparse.Namespace) -> int:
+    from .baseline import Baseline
+    from .server import connect
+
+    config = load_config(args)
+    with connect() as conn:
+        result = Baseline(conn, config).ask(args.query, _parse_as_of(args.as_of))
+    if args.json:
+        emit_json(result.to_dict())
+        return EXIT_OK
+    answer = result.answer
+    print(answer.text.strip())
+    print()
+    print("cited: " + (", ".join(answer.citations) or "(none)"))
+    if answer.unknown_citations:
+        print("cited but not admitted (flagged): " + ", ".join(answer.unknown_citations))
+    print(f"reader {answer.reader.get('name')}: {answer.usage.prompt_tokens} prompt + "
+          f"{answer.usage.completion_tokens} completion tokens, {answer.usage.seconds:.1f} s"
+          f"{' (cache hit)' if answer.cached else ''}")
+    return EXIT_OK
+
+
+def _query_options(parser: argparse.ArgumentParser, *, show: bool) -> None:
+    parser.add_argument("query")
+    parser.add_argument("--as-of", default=None, help="the question's date (ISO)")
+    parser.add_argument("--embedder", default=None)
+    parser.add_argument("--reranker", default=None)
+    parser.add_argument("--reader", default=None, help="reader (default: qwen-1.5b)")
+    if show:
+        parser.add_argument("--show", type=int, default=10, help="rows per stage in the table")
+        parser.add_argument("--explain", action="store_true", help="record the dense query plan")
+
+
 CommandTable = dict[str, tuple[Callable[[argparse.Namespace], int], Callable[[argparse.ArgumentParser], None], str]]  # noqa: E501
 
 
@@ -195,6 +270,10 @@ COMMANDS: CommandTable = {
                 lambda p: (p.add_argument("path"), _embedder_option(p)),
                 "bring the index in line with a corpus folder, then check health"),
     "health": (cmd_health, _embedder_option, "check the index's integrity (exit 1 on failure)"),
+    "search": (cmd_search, lambda p: _query_options(p, show=True),
+               "retrieve and assemble context; print every stage"),
+    "ask": (cmd_ask, lambda p: _query_options(p, show=False),
+            "answer a question with citations from the index"),
     "server": (cmd_server,
                lambda p: p.add_argument("action", choices=["status", "start", "stop"]),
                "the embedded PostgreSQL server"),

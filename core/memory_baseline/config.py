@@ -61,6 +61,8 @@ class RetrievalConfig:
     blend_weight: float = 0.5  # weight of the dense score in a convex blend
     bm25_k1: float = 1.2
     bm25_b: float = 0.75
+    bm25_name_weight: float = 2.5  # extra weight (x idf) of a query term naming the chunk's file
+    identifier_priority: bool = True  # fused: chunks named by / containing a query identifier first
     dense_plan: str = "hnsw"  # hnsw | exact
     hnsw_ef_search: int = 100
     hnsw_iterative_scan: str = "relaxed_order"  # off | strict_order | relaxed_order

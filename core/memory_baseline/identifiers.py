@@ -10,8 +10,9 @@ tsvector (`array_to_tsvector`), so they are indexed by the same GIN index and
 scored by the same BM25 statistics as words. The query side runs the same
 function, so an identifier in a question matches the identical identifier in
 a passage — and, because identifiers are rare, BM25 gives them a high IDF.
-The source path, its file name and its stem are added to every chunk of that
-source: a question naming `adr-007.md` finds the file of that name.
+The source path, its file name and its stem are stored with every chunk of
+that source as *name terms*, a second BM25 field: a question naming
+`adr-007.md` or `adr-007` finds the file of that name first.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import re
 
 # Alphanumeric runs joined by - _ . / : (at least one joiner), e.g. adr-007,
 # E-BRK-042, publish_shipment_event, v2.3.1, config/eventstore.yaml.
-_IDENTIFIER = re.compile(r"(?<![\w-])[A-Za-z0-9]+(?:[-_./:][A-Za-z0-9]+)+(?![\w-])")
+IDENTIFIER_PATTERN = re.compile(r"(?<![\w-])[A-Za-z0-9]+(?:[-_./:][A-Za-z0-9]+)+(?![\w-])")
 _FILE_SUFFIX = re.compile(r"\.[A-Za-z][A-Za-z0-9]{0,5}$")
 MAX_IDENTIFIER_CHARS = 200
 
@@ -43,7 +44,7 @@ def _variants(token: str) -> list[str]:
 def extract_identifiers(text: str) -> list[str]:
     """Distinct identifier terms in `text`, in first-seen order."""
     seen: dict[str, None] = {}
-    for match in _IDENTIFIER.finditer(text):
+    for match in IDENTIFIER_PATTERN.finditer(text):
         token = match.group(0)
         # Plain words joined only by '.' or ':' are sentence punctuation, not identifiers.
         if not re.search(r"[-_/]|\d", token):
@@ -60,7 +61,3 @@ def path_identifiers(source_id: str) -> list[str]:
     name = path.rsplit("/", 1)[-1]
     stem = _FILE_SUFFIX.sub("", name) or name
     return list(dict.fromkeys([path, name, stem]))
-
-
-def chunk_identifiers(source_id: str, text: str) -> list[str]:
-    return list(dict.fromkeys(path_identifiers(source_id) + extract_identifiers(text)))

@@ -30,7 +30,7 @@ from tqdm.auto import tqdm
 from .chunking import Chunk, chunk_text, chunker_identity
 from .config import Config
 from .embedders import Embedder, get_embedder
-from .identifiers import chunk_identifiers
+from .identifiers import extract_identifiers, path_identifiers
 from .ingest import Discovery, SourceRecord, discover
 from .store import ChunkRow, Store, StoreError
 
@@ -235,7 +235,8 @@ def _row(record: SourceRecord, chunk: Chunk, vector) -> ChunkRow:
         section=chunk.section,
         text=chunk.text,
         content_hash=chunk.content_hash,
-        identifiers=chunk_identifiers(record.source_id, chunk.text),
+        identifiers=extract_identifiers(chunk.text),
+        name_terms=path_identifiers(record.source_id),
         embedding=vector,
     )
 

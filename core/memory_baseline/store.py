@@ -68,6 +68,7 @@ class ChunkRow:
     text: str
     content_hash: str
     identifiers: list[str]
+    name_terms: list[str]
     embedding: np.ndarray
 
 
@@ -115,10 +116,11 @@ CREATE TABLE IF NOT EXISTS {s}.chunks (
     content_hash text NOT NULL,
     representation_id text NOT NULL REFERENCES {s}.representations,
     identifiers text[] NOT NULL DEFAULT '{{}}',
-    tsv tsvector GENERATED ALWAYS AS
-        (to_tsvector('english', text) || array_to_tsvector(identifiers)) STORED,
-    doc_len integer GENERATED ALWAYS AS
-        ({s}.tsv_length(to_tsvector('english', text) || array_to_tsvector(identifiers))) STORED,
+    name_terms text[] NOT NULL DEFAULT '{{}}',
+    tsv tsvector GENERATED ALWAYS AS (to_tsvector('english', text)
+        || array_to_tsvector(identifiers || name_terms)) STORED,
+    doc_len integer GENERATED ALWAYS AS ({s}.tsv_length(to_tsvector('english', text)
+        || array_to_tsvector(identifiers || name_terms))) STORED,
     embedding vector({dim}) NOT NULL
 );
 CREATE INDEX IF NOT EXISTS chunks_source_idx ON {s}.chunks (source_id, ordinal);
@@ -129,7 +131,8 @@ CREATE TABLE IF NOT EXISTS {s}.postings (
     chunk_key bigint NOT NULL,
     tf integer NOT NULL,
     doc_len integer NOT NULL,
-    PRIMARY KEY (lexeme, chunk_key) INCLUDE (tf, doc_len)
+    in_name boolean NOT NULL,
+    PRIMARY KEY (lexeme, chunk_key) INCLUDE (tf, doc_len, in_name)
 );
 CREATE TABLE IF NOT EXISTS {s}.term_stats (lexeme text PRIMARY KEY, df integer NOT NULL);
 CREATE TABLE IF NOT EXISTS {s}.corpus_stats (
@@ -141,8 +144,9 @@ INSERT INTO {s}.corpus_stats VALUES (true, 0, 0) ON CONFLICT DO NOTHING;
 
 CREATE OR REPLACE FUNCTION {s}.bm25_add() RETURNS trigger LANGUAGE plpgsql AS $body$
 BEGIN
-    INSERT INTO {s}.postings (lexeme, chunk_key, tf, doc_len)
-        SELECT u.lexeme, n.chunk_key, coalesce(array_length(u.positions, 1), 1), n.doc_len
+    INSERT INTO {s}.postings (lexeme, chunk_key, tf, doc_len, in_name)
+        SELECT u.lexeme, n.chunk_key, coalesce(array_length(u.positions, 1), 1), n.doc_len,
+               u.lexeme = ANY(n.name_terms)
         FROM new_rows n, unnest(n.tsv) u;
     INSERT INTO {s}.term_stats AS t (lexeme, df)
         SELECT u.lexeme, count(*) FROM new_rows n, unnest(n.tsv) u GROUP BY u.lexeme
@@ -169,6 +173,7 @@ END $body$;
 CREATE OR REPLACE FUNCTION {s}.chunks_immutable() RETURNS trigger LANGUAGE plpgsql AS $body$
 BEGIN
     IF NEW.text IS DISTINCT FROM OLD.text OR NEW.identifiers IS DISTINCT FROM OLD.identifiers
+       OR NEW.name_terms IS DISTINCT FROM OLD.name_terms
        OR NEW.chunk_key IS DISTINCT FROM OLD.chunk_key THEN
         RAISE EXCEPTION 'chunk text is immutable: replace the source instead';
     END IF;
@@ -341,18 +346,18 @@ class Store:
             return
         statement = self._q(
             "COPY {s}.chunks (chunk_id, source_id, ordinal, char_start, char_end, section, text, "
-            "content_hash, representation_id, identifiers, embedding) FROM STDIN (FORMAT BINARY)"
+            "content_hash, representation_id, identifiers, name_terms, embedding) FROM STDIN (FORMAT BINARY)"
         )
         with self.conn.cursor().copy(statement) as copy:
             copy.set_types(
                 ["text", "text", "int4", "int4", "int4", "text", "text", "text", "text",
-                 "text[]", "vector"]
+                 "text[]", "text[]", "vector"]
             )
             for chunk in chunks:
                 copy.write_row(
                     (chunk.chunk_id, chunk.source_id, chunk.ordinal, chunk.char_start,
                      chunk.char_end, chunk.section, chunk.text, chunk.content_hash,
-                     representation_id, chunk.identifiers,
+                     representation_id, chunk.identifiers, chunk.name_terms,
                      np.asarray(chunk.embedding, dtype=np.float32))
                 )
 
@@ -387,13 +392,13 @@ class Store:
         rows = self.conn.execute(
             self._q(
                 "SELECT c.chunk_id, c.source_id, c.ordinal, c.char_start, c.char_end, c.section, "
-                "c.text, s.kind, s.artifact_time FROM {s}.chunks c "
+                "c.text, s.kind, s.artifact_time, c.identifiers, c.name_terms FROM {s}.chunks c "
                 "JOIN {s}.sources s USING (source_id) WHERE c.chunk_id = ANY(%s)"
             ),
             (list(chunk_ids),),
         ).fetchall()
         keys = ("chunk_id", "source_id", "ordinal", "char_start", "char_end", "section", "text",
-                "kind", "artifact_time")
+                "kind", "artifact_time", "identifiers", "name_terms")
         return {r[0]: dict(zip(keys, r, strict=True)) for r in rows}
 
     def source_chunks(self, source_id: str) -> list[dict]:
@@ -464,9 +469,14 @@ class Store:
         return list(row[0]) if row else []
 
     def lexical_bm25(
-        self, terms: Sequence[str], limit: int, k1: float, b: float
+        self, terms: Sequence[str], limit: int, k1: float, b: float, name_weight: float = 1.0
     ) -> list[Hit]:
-        """Okapi BM25 over the postings of the query terms (Lucene's IDF, never negative)."""
+        """Okapi BM25 over the postings of the query terms (Lucene's IDF, never negative).
+
+        A query term that names the chunk's source (path, file name or stem) adds
+        `name_weight` x idf, a second field in the manner of BM25F: a question naming
+        `adr-007` ranks the file of that name above files that merely mention it.
+        """
         if not terms:
             return []
         rows = self.conn.execute(
@@ -480,8 +490,9 @@ class Store:
                        FROM {s}.term_stats t, stats st WHERE t.lexeme = ANY(%(terms)s)),
                    scored AS (
                        SELECT p.chunk_key,
-                              sum(q.idf * p.tf * (%(k1)s + 1)
-                                  / (p.tf + %(k1)s * (1 - %(b)s + %(b)s * p.doc_len / st.avgdl)))
+                              sum(q.idf * (p.tf * (%(k1)s + 1)
+                                  / (p.tf + %(k1)s * (1 - %(b)s + %(b)s * p.doc_len / st.avgdl))
+                                  + CASE WHEN p.in_name THEN %(name_weight)s ELSE 0 END))
                                   AS score
                        FROM q JOIN {s}.postings p ON p.lexeme = q.lexeme CROSS JOIN stats st
                        GROUP BY p.chunk_key ORDER BY score DESC, p.chunk_key LIMIT %(limit)s)
@@ -489,7 +500,8 @@ class Store:
                    FROM scored JOIN {s}.chunks c ON c.chunk_key = scored.chunk_key
                    ORDER BY scored.score DESC, c.chunk_id"""
             ),
-            {"terms": list(terms), "k1": float(k1), "b": float(b), "limit": int(limit)},
+            {"terms": list(terms), "k1": float(k1), "b": float(b), "limit": int(limit),
+             "name_weight": float(name_weight)},
         ).fetchall()
         return [Hit(r[0], r[1], float(r[2])) for r in rows]
 

@@ -1,0 +1,194 @@
+"""Context assembly: where retrieval becomes a decision about what the reader sees.
+
+Walk the ranked candidates; drop exact duplicates (text equal after
+whitespace and case normalisation); respect an optional per-source quota;
+admit at most `max_passages` passages while the *complete rendered prompt*
+(instructions, source labels, separators, question) stays within
+`token_budget` tokens as counted by the reader's own tokenizer — not
+characters divided by four. The caller supplies that count as a function of
+the admitted passages, so the number in the trace is the number the reader
+will be charged.
+
+A first passage that alone exceeds the budget is handled by an explicit,
+recorded policy: ``truncate`` keeps the longest prefix that fits (found by
+bisection on characters, counted exactly), ``drop`` skips it. Later passages
+that do not fit are skipped and recorded as budget drops; smaller ones further
+down may still fit. Finally the admitted passages are ordered for the reader
+(`rank`, `best-at-edges` for position experiments, or `date`), and the
+prompt is counted once more in that final order.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, replace
+
+from .config import ContextConfig
+from .retrieval import PassageText, RetrievalResult
+
+ORDERS = ("rank", "best-at-edges", "date")
+
+
+@dataclass(frozen=True)
+class Passage:
+    """An admitted passage: the text the reader sees and where it came from."""
+
+    chunk_id: str
+    source_id: str
+    text: str
+    section: str | None
+    kind: str
+    artifact_date: str | None
+    rank: int
+    truncated: bool = False
+
+
+@dataclass(frozen=True)
+class ContextTrace:
+    admitted: tuple[Passage, ...]
+    duplicate_drops: tuple[str, ...]
+    budget_drops: tuple[str, ...]
+    quota_drops: tuple[str, ...]
+    not_considered: tuple[str, ...]  # left after the passage limit was reached
+    truncated: str | None
+    prompt_tokens: int
+    token_budget: int
+    max_passages: int
+    order: str
+    oversize_policy: str
+    tokenizer: str
+
+    @property
+    def admitted_sources(self) -> list[str]:
+        return list(dict.fromkeys(p.source_id for p in self.admitted))
+
+    @property
+    def source_coverage(self) -> dict[str, int]:
+        coverage: dict[str, int] = {}
+        for passage in self.admitted:
+            coverage[passage.source_id] = coverage.get(passage.source_id, 0) + 1
+        return coverage
+
+    def to_dict(self) -> dict:
+        data = asdict(self)
+        data["admitted_sources"] = self.admitted_sources
+        data["source_coverage"] = self.source_coverage
+        return data
+
+
+PromptCounter = Callable[[Sequence[Passage]], int]
+
+
+def normalise(text: str) -> str:
+    return re.sub(r"\s+", " ", text).strip().lower()
+
+
+def order_passages(passages: Sequence[Passage], order: str) -> list[Passage]:
+    if order == "rank":
+        return sorted(passages, key=lambda p: p.rank)
+    if order == "date":
+        return sorted(passages, key=lambda p: (p.artifact_date or "9999", p.rank))
+    if order == "best-at-edges":
+        # 1st first, 2nd last, 3rd second, 4th second-to-last... (the middle gets the weakest)
+        ranked = sorted(passages, key=lambda p: p.rank)
+        front, back = [], []
+        for i, passage in enumerate(ranked):
+            (front if i % 2 == 0 else back).append(passage)
+        return front + back[::-1]
+    raise ValueError(f"unknown context order {order!r}; choose one of {ORDERS}")
+
+
+def assemble(
+    candidates: Sequence[PassageText],
+    config: ContextConfig,
+    count_prompt_tokens: PromptCounter,
+    *,
+    tokenizer: str,
+) -> ContextTrace:
+    """Admit passages from `candidates` (in rank order) under `config`."""
+    if config.oversize_policy not in ("truncate", "drop"):
+        raise ValueError(f"unknown oversize policy {config.oversize_policy!r}: truncate or drop")
+    if config.order not in ORDERS:
+        raise ValueError(f"unknown context order {config.order!r}; choose one of {ORDERS}")
+    base_tokens = count_prompt_tokens([])
+    if base_tokens > config.token_budget:
+        raise ValueError(
+            f"the prompt without any passage needs {base_tokens} tokens, over the budget of "
+            f"{config.token_budget}"
+        )
+    admitted: list[Passage] = []
+    seen_texts: set[str] = set()
+    per_source: dict[str, int] = {}
+    duplicates, budget_drops, quota_drops, not_considered = [], [], [], []
+    truncated: str | None = None
+    current_tokens = base_tokens
+
+    for position, candidate in enumerate(candidates, 1):
+        if len(admitted) >= config.max_passages:
+            not_considered.extend(c.chunk_id for c in candidates[position - 1:])
+            break
+        key = normalise(candidate.text)
+        if key in seen_texts:
+            duplicates.append(candidate.chunk_id)
+            continue
+        quota = config.per_source_quota
+        if quota is not None and per_source.get(candidate.source_id, 0) >= quota:
+            quota_drops.append(candidate.chunk_id)
+            continue
+        passage = Passage(candidate.chunk_id, candidate.source_id, candidate.text, candidate.section,
+                          candidate.kind, candidate.artifact_date, position)
+        tokens = count_prompt_tokens([*admitted, passage])
+        if tokens > config.token_budget:
+            if admitted or config.oversize_policy == "drop":
+                budget_drops.append(candidate.chunk_id)
+                continue
+            passage = _truncate_to_fit(passage, admitted, config.token_budget, count_prompt_tokens)
+            if passage is None:
+                budget_drops.append(candidate.chunk_id)
+                continue
+            truncated = passage.chunk_id
+            tokens = count_prompt_tokens([passage])
+        seen_texts.add(key)
+        per_source[candidate.source_id] = per_source.get(candidate.source_id, 0) + 1
+        admitted.append(passage)
+        current_tokens = tokens
+
+    ordered = order_passages(admitted, config.order)
+    final_tokens = count_prompt_tokens(ordered) if ordered else current_tokens
+    # Reordering can move a token boundary; never hand the reader more than the budget.
+    while ordered and final_tokens > config.token_budget:
+        weakest = max(ordered, key=lambda p: p.rank)
+        ordered.remove(weakest)
+        budget_drops.append(weakest.chunk_id)
+        final_tokens = count_prompt_tokens(ordered)
+    return ContextTrace(
+        admitted=tuple(ordered), duplicate_drops=tuple(duplicates), budget_drops=tuple(budget_drops),
+        quota_drops=tuple(quota_drops), not_considered=tuple(not_considered), truncated=truncated,
+        prompt_tokens=final_tokens, token_budget=config.token_budget,
+        max_passages=config.max_passages, order=config.order,
+        oversize_policy=config.oversize_policy, tokenizer=tokenizer,
+    )
+
+
+def _truncate_to_fit(
+    passage: Passage, admitted: list[Passage], budget: int, count: PromptCounter
+) -> Passage | None:
+    """Longest prefix of the passage whose prompt fits, or None if not even a line fits."""
+    low, high = 0, len(passage.text)
+    best = 0
+    while low <= high:
+        middle = (low + high) // 2
+        trial = replace(passage, text=passage.text[:middle], truncated=True)
+        if count([*admitted, trial]) <= budget:
+            best, low = middle, middle + 1
+        else:
+            high = middle - 1
+    if best == 0 or not passage.text[:best].strip():
+        return None
+    return replace(passage, text=passage.text[:best], truncated=True)
+
+
+def candidates_in_order(result: RetrievalResult) -> list[PassageText]:
+    """The final ranked list of a retrieval, as passages with text."""
+    return [result.passages[c.chunk_id] for c in result.final.candidates if c.chunk_id in result.passages]

@@ -1,0 +1,337 @@
+"""Candidate retrieval: a lexical path, a dense path, and rank fusion.
+
+Lexical. Two rankers over the same stored tsvector (English lexemes plus the
+identifier terms of `memory_baseline.identifiers`), with the query's terms
+OR-ed so a passage need not contain every word of a question:
+
+- ``bm25`` (default): Okapi BM25 computed in SQL from postings and document
+  frequencies that triggers keep in the same transaction as the chunks.
+  Measured on BEIR SciFact, PostgreSQL's own ranking is far weaker because
+  it has no IDF: ``ts_rank_cd`` nDCG@10 0.319, BM25 0.686 (see the README).
+- ``tsrank-cd``: the chapter's `ts_rank_cd` ranking, kept as a named condition
+  so the difference stays measurable.
+
+Identifiers (``adr-007``, ``E-BRK-042``, ``publish_shipment_event``, version
+strings, file names) are found because the same Python rule extracts them
+from passages at write time and from the question at query time, and because
+each chunk carries its source path, file name and stem as terms. We chose a
+second set of terms inside the one tsvector over a custom text-search
+configuration: a configuration cannot keep ``session-040`` whole (the parser
+emits ``session`` and the signed integer ``-040`` before any dictionary runs),
+while explicit terms can, and they share the GIN index and the BM25 statistics.
+
+Dense. Cosine distance with pgvector over vectors of the configured
+representation only (a search never mixes encoders). With HNSW the query raises
+``hnsw.ef_search`` to at least the candidate count and uses iterative scan, so
+asking for 30 candidates returns 30 (measured: at the default ``ef_search`` 40
+a top-100 query returned about 40 rows). ``dense_plan = "exact"`` forces the
+exact scan; ``explain = true`` records the plan that actually ran.
+
+Fusion. Reciprocal rank fusion (k = 60 by default) combines the two rankings
+without pretending their scores share a scale; a convex blend of min-max
+normalised scores is available as ``fusion = "blend"``. The trace reports
+each path's count and the size of the fused union — the real candidate budget.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+
+import psycopg
+
+from .config import Config
+from .embedders import Embedder, get_embedder
+from .identifiers import IDENTIFIER_PATTERN, extract_identifiers
+from .refresh import representation_id
+from .rerank import Reranker, get_reranker
+from .store import Hit, Store, StoreError
+
+
+@dataclass(frozen=True)
+class Candidate:
+    chunk_id: str
+    source_id: str
+    score: float
+    rank: int
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One ranked list of the pipeline and what it cost."""
+
+    name: str
+    candidates: tuple[Candidate, ...]
+    ms: float
+    detail: dict = field(default_factory=dict)
+
+    @property
+    def source_ids(self) -> list[str]:
+        """Distinct sources in rank order."""
+        return list(dict.fromkeys(c.source_id for c in self.candidates))
+
+    def to_dict(self) -> dict:
+        return {
+            "name": self.name,
+            "ms": round(self.ms, 3),
+            "detail": self.detail,
+            "source_ids": self.source_ids,
+            "candidates": [asdict(c) for c in self.candidates],
+        }
+
+
+@dataclass(frozen=True)
+class PassageText:
+    """What the store knows about a candidate chunk, for reranking and context."""
+
+    chunk_id: str
+    source_id: str
+    text: str
+    section: str | None
+    kind: str
+    artifact_date: str | None
+    char_start: int
+    char_end: int
+    identifiers: tuple[str, ...] = ()
+    name_terms: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class RetrievalResult:
+    query: str
+    stages: tuple[Stage, ...]
+    passages: dict[str, PassageText]
+    representation_id: str
+
+    def stage(self, name: str) -> Stage | None:
+        return next((s for s in self.stages if s.name == name), None)
+
+    @property
+    def final(self) -> Stage:
+        """The list handed to context assembly (reranked if a reranker ran, else fused)."""
+        return self.stage("reranked") or self.stage("fused") or self.stages[-1]
+
+    def to_dict(self) -> dict:
+        return {
+            "query": self.query,
+            "representation_id": self.representation_id,
+            "stages": [s.to_dict() for s in self.stages],
+        }
+
+
+def _ranked(hits: Sequence[Hit]) -> tuple[Candidate, ...]:
+    return tuple(Candidate(h.chunk_id, h.source_id, h.score, i) for i, h in enumerate(hits, 1))
+
+
+def reciprocal_rank_fusion(rankings: Sequence[Sequence[Candidate]], k: int) -> list[Candidate]:
+    """Sum of 1/(k + rank) over the lists a chunk appears in; ties broken by chunk id."""
+    scores: dict[str, float] = {}
+    sources: dict[str, str] = {}
+    for ranking in rankings:
+        for candidate in ranking:
+            scores[candidate.chunk_id] = scores.get(candidate.chunk_id, 0.0) + 1.0 / (k + candidate.rank)
+            sources[candidate.chunk_id] = candidate.source_id
+    ordered = sorted(scores, key=lambda cid: (-scores[cid], cid))
+    return [Candidate(cid, sources[cid], scores[cid], i) for i, cid in enumerate(ordered, 1)]
+
+
+def convex_blend(
+    lexical: Sequence[Candidate], dense: Sequence[Candidate], dense_weight: float
+) -> list[Candidate]:
+    """w * dense + (1 - w) * lexical on min-max normalised scores (absent = 0)."""
+
+    def normalised(ranking: Sequence[Candidate]) -> dict[str, float]:
+        if not ranking:
+            return {}
+        values = [c.score for c in ranking]
+        low, high = min(values), max(values)
+        span = high - low
+        return {c.chunk_id: (c.score - low) / span if span > 0 else 1.0 for c in ranking}
+
+    lex, den = normalised(lexical), normalised(dense)
+    sources = {c.chunk_id: c.source_id for c in [*lexical, *dense]}
+    scores = {
+        cid: dense_weight * den.get(cid, 0.0) + (1 - dense_weight) * lex.get(cid, 0.0)
+        for cid in sources
+    }
+    ordered = sorted(scores, key=lambda cid: (-scores[cid], cid))
+    return [Candidate(cid, sources[cid], scores[cid], i) for i, cid in enumerate(ordered, 1)]
+
+
+def query_terms(store: Store, query: str) -> list[str]:
+    """Identifier terms of the query plus the English lexemes of the rest of it.
+
+    An identifier is taken whole and its parser fragments are not added (`evt-204`
+    does not also search for `evt` and `-204`), so a passage that repeats the
+    fragments cannot outscore the passage that names the identifier.
+    """
+    identifiers = extract_identifiers(query)
+    remainder = query
+    for match in sorted(IDENTIFIER_PATTERN.findall(query), key=len, reverse=True):
+        remainder = remainder.replace(match, " ")
+    return list(dict.fromkeys(identifiers + store.query_lexemes(remainder)))
+
+
+def identifier_priority(
+    fused: Sequence[Candidate], passages: dict[str, PassageText], identifiers: Sequence[str]
+) -> tuple[list[Candidate], int]:
+    """Stable re-sort: chunks of a file the query names, then chunks containing a query identifier.
+
+    An exact identifier in a question (a file name, an error code, an ADR number) is an
+    explicit request that rank fusion cannot see: a dense ranking of `E-BRK-042` is noise,
+    and RRF would let that noise outvote the one passage that contains the code.
+    """
+    wanted = set(identifiers)
+    if not wanted:
+        return list(fused), 0
+
+    def level(candidate: Candidate) -> int:
+        passage = passages.get(candidate.chunk_id)
+        if passage is None:
+            return 0
+        if wanted & set(passage.name_terms):
+            return 2
+        return 1 if wanted & set(passage.identifiers) else 0
+
+    levels = {c.chunk_id: level(c) for c in fused}
+    ordered = sorted(fused, key=lambda c: (-levels[c.chunk_id], c.rank))
+    promoted = sum(1 for c in fused if levels[c.chunk_id] > 0)
+    return [Candidate(c.chunk_id, c.source_id, c.score, i) for i, c in enumerate(ordered, 1)], promoted
+
+
+class Retriever:
+    """Runs the retrieval stages for one index and configuration."""
+
+    def __init__(
+        self,
+        conn: psycopg.Connection,
+        config: Config,
+        *,
+        embedder: Embedder | None = None,
+        reranker: Reranker | None = None,
+    ) -> None:
+        self.conn = conn
+        self.config = config
+        self.store = Store(conn, config.index)
+        self.store.require()
+        needs_dense = config.retrieval.dense
+        self.embedder = embedder or (get_embedder(config.embedder) if needs_dense else None)
+        self.reranker = reranker if reranker is not None else get_reranker(config.rerank)
+        self.representation_id = (
+            representation_id(config, self.embedder) if self.embedder is not None else ""
+        )
+        if needs_dense:
+            self._check_representation()
+
+    def _check_representation(self) -> None:
+        in_use = self.store.representations_in_use()
+        foreign = {rep: n for rep, n in in_use.items() if rep != self.representation_id}
+        if foreign:
+            detail = ", ".join(f"{rep} ({n} chunks)" for rep, n in sorted(foreign.items()))
+            raise StoreError(
+                f"index {self.config.index!r} holds vectors of {detail}, not of the configured "
+                f"embedder {self.config.embedder.name!r} ({self.representation_id}): run "
+                "`memory-baseline refresh PATH` to re-embed, or search with the index's embedder"
+            )
+
+    def retrieve(self, query: str) -> RetrievalResult:
+        if not query.strip():
+            raise ValueError("empty query")
+        settings = self.config.retrieval
+        depth = settings.per_path_candidates
+        stages: list[Stage] = []
+        rankings: list[tuple[Candidate, ...]] = []
+
+        if settings.lexical != "none":
+            t0 = time.perf_counter()
+            terms = query_terms(self.store, query)
+            if settings.lexical == "bm25":
+                hits = self.store.lexical_bm25(terms, depth, settings.bm25_k1, settings.bm25_b,
+                                               settings.bm25_name_weight)
+            elif settings.lexical == "tsrank-cd":
+                hits = self.store.lexical_tsrank_cd(terms, depth)
+            else:
+                raise ValueError(f"unknown lexical ranker {settings.lexical!r}: bm25, tsrank-cd or none")
+            lexical = _ranked(hits)
+            stages.append(Stage("lexical", lexical, (time.perf_counter() - t0) * 1000,
+                                {"ranker": settings.lexical, "terms": terms, "requested": depth,
+                                 "returned": len(lexical)}))
+            rankings.append(lexical)
+
+        if settings.dense:
+            t0 = time.perf_counter()
+            vector = self.embedder.embed_query(query)
+            t_encoded = time.perf_counter()
+            hits, plan = self.store.dense(
+                vector, depth, self.representation_id, plan=settings.dense_plan,
+                ef_search=settings.hnsw_ef_search, iterative_scan=settings.hnsw_iterative_scan,
+                explain=settings.explain,
+            )
+            dense = _ranked(hits)
+            detail = {"plan": settings.dense_plan, "hnsw_present": self.store.has_hnsw(),
+                      "ef_search": max(settings.hnsw_ef_search, depth),
+                      "iterative_scan": settings.hnsw_iterative_scan, "requested": depth,
+                      "returned": len(dense), "encode_ms": round((t_encoded - t0) * 1000, 3)}
+            if plan is not None:
+                detail["explain"] = plan
+            stages.append(Stage("dense", dense, (time.perf_counter() - t0) * 1000, detail))
+            rankings.append(dense)
+
+        if not rankings:
+            raise ValueError("both retrieval paths are disabled (lexical = none, dense = false)")
+
+        t0 = time.perf_counter()
+        if len(rankings) == 1:
+            fused = list(rankings[0])
+            method = "single-path"
+        elif settings.fusion == "rrf":
+            fused = reciprocal_rank_fusion(rankings, settings.rrf_k)
+            method = f"rrf(k={settings.rrf_k})"
+        elif settings.fusion == "blend":
+            fused = convex_blend(rankings[0], rankings[1], settings.blend_weight)
+            method = f"blend(dense_weight={settings.blend_weight})"
+        else:
+            raise ValueError(f"unknown fusion {settings.fusion!r}: rrf or blend")
+        passages = self._passages([c.chunk_id for c in fused])
+        detail = {"method": method, "per_path": {s.name: len(s.candidates) for s in stages},
+                  "union_size": len(fused)}
+        if settings.identifier_priority:
+            query_identifiers = extract_identifiers(query)
+            fused, promoted = identifier_priority(fused, passages, query_identifiers)
+            detail["identifier_priority"] = {"identifiers": query_identifiers, "promoted": promoted}
+        stages.append(Stage("fused", tuple(fused), (time.perf_counter() - t0) * 1000, detail))
+
+        if self.reranker.identity.get("name") != "none":
+            stages.append(self._rerank(query, fused, passages))
+        return RetrievalResult(query, tuple(stages), passages, self.representation_id)
+
+    def _passages(self, chunk_ids: Sequence[str]) -> dict[str, PassageText]:
+        rows = self.store.chunk_texts(chunk_ids)
+        return {
+            cid: PassageText(
+                chunk_id=cid, source_id=row["source_id"], text=row["text"], section=row["section"],
+                kind=row["kind"],
+                artifact_date=row["artifact_time"].date().isoformat() if row["artifact_time"] else None,
+                char_start=row["char_start"], char_end=row["char_end"],
+                identifiers=tuple(row["identifiers"]), name_terms=tuple(row["name_terms"]),
+            )
+            for cid, row in rows.items()
+        }
+
+    def _rerank(self, query: str, fused: Sequence[Candidate], passages: dict[str, PassageText]) -> Stage:
+        settings = self.config.rerank
+        t0 = time.perf_counter()
+        head = list(fused[: settings.top_n])
+        scores = self.reranker.score(query, [passages[c.chunk_id].text for c in head])
+        order = sorted(range(len(head)), key=lambda i: (-scores[i], head[i].rank))
+        reranked = [head[i] for i in order]
+        tail = list(fused[settings.top_n:])
+        ranked = tuple(
+            Candidate(c.chunk_id, c.source_id, float(scores[order[i]]) if i < len(head) else c.score, i + 1)
+            for i, c in enumerate([*reranked, *tail])
+        )
+        return Stage("reranked", ranked, (time.perf_counter() - t0) * 1000, {
+            "reranker": self.reranker.identity, "top_n": len(head),
+            "max_passage_tokens": settings.max_passage_tokens,
+        })
