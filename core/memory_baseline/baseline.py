@@ -16,7 +16,7 @@ import psycopg
 from .config import Config
 from .context import ContextTrace, Passage, assemble, candidates_in_order
 from .readers import Answer, Reader, build_messages, get_reader
-from .retrieval import Retriever, RetrievalResult
+from .retrieval import RetrievalResult, Retriever
 
 
 @dataclass(frozen=True)

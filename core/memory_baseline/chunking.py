@@ -12,6 +12,7 @@ rebuildable):
 - ``sections``: one chunk per Markdown section (a heading and its body); a
   section may exceed the target, which is the point of the policy.
 - ``fixed``: windows of the target size with the overlap, ignoring structure.
+- ``whole``: one chunk per source (benchmarks such as BEIR score whole documents).
 
 Every chunk keeps its character span: ``text == source[start:end]`` always,
 so a passage can be traced to the exact bytes it came from.
@@ -26,7 +27,8 @@ from dataclasses import dataclass
 
 from .config import ChunkingConfig
 
-CHUNKER_VERSIONS = {"sentences": "sentences-1", "sections": "sections-1", "fixed": "fixed-1"}
+CHUNKER_VERSIONS = {"sentences": "sentences-1", "sections": "sections-1", "fixed": "fixed-1",
+                    "whole": "whole-1"}
 
 _HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t#]*$", re.MULTILINE)
 # A sentence ends at ., ! or ? followed by whitespace, or at a blank line, or at a
@@ -64,8 +66,10 @@ def chunker_identity(config: ChunkingConfig) -> dict[str, object]:
         "version": CHUNKER_VERSIONS[config.policy],
         "target_chars": config.target_chars,
     }
-    if config.policy != "sections":
+    if config.policy in ("sentences", "fixed"):
         identity["overlap_chars"] = config.overlap_chars
+    if config.policy == "whole":
+        identity.pop("target_chars")
     return identity
 
 
@@ -79,7 +83,9 @@ def chunk_text(source_id: str, text: str, config: ChunkingConfig) -> list[Chunk]
         )
     if not text.strip():
         return []
-    if config.policy == "sections":
+    if config.policy == "whole":
+        spans = [(0, len(text))]
+    elif config.policy == "sections":
         spans = _section_spans(text)
     elif config.policy == "fixed":
         spans = _windows(0, len(text), config.target_chars, config.overlap_chars)

@@ -9,6 +9,7 @@ on stderr and nothing written.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from collections.abc import Callable, Sequence
@@ -39,6 +40,8 @@ def _json_default(value: Any) -> Any:
         return value.to_dict()
     if hasattr(value, "tolist"):
         return value.tolist()
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.asdict(value)
     raise TypeError(f"not JSON serialisable: {type(value).__name__}")
 
 
@@ -248,6 +251,30 @@ def _query_options(parser: argparse.ArgumentParser, *, show: bool) -> None:
         parser.add_argument("--explain", action="store_true", help="record the dense query plan")
 
 
+def cmd_world(args: argparse.Namespace) -> int:
+    from memory_instrument.world import WorldParams, generate_world, world_digest
+
+    out = Path(args.out)
+    if out.exists() and any(out.iterdir()):
+        raise UsageError(f"{out} exists and is not empty; choose a new folder")
+    manifest = generate_world(WorldParams(seed=args.seed, docs=args.docs), out)
+    result = {"out": str(out), "seed": args.seed, "docs": args.docs, "digest": world_digest(out),
+              "manifest": manifest}
+    if args.json:
+        emit_json(result)
+    else:
+        print(f"world seed {args.seed}: {args.docs} documents in {out}/history, tasks in "
+              f"{out}/tasks.json, ledger in {out}/LEDGER.md; digest {result['digest']}")
+    return EXIT_OK
+
+
+def _world_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("action", choices=["generate"])
+    parser.add_argument("out", help="an empty or new folder")
+    parser.add_argument("--seed", type=int, required=True)
+    parser.add_argument("--docs", type=int, required=True, help="20 to 100000")
+
+
 CommandTable = dict[str, tuple[Callable[[argparse.Namespace], int], Callable[[argparse.ArgumentParser], None], str]]  # noqa: E501
 
 
@@ -274,6 +301,8 @@ COMMANDS: CommandTable = {
                "retrieve and assemble context; print every stage"),
     "ask": (cmd_ask, lambda p: _query_options(p, show=False),
             "answer a question with citations from the index"),
+    "world": (cmd_world, _world_options,
+              "generate a controlled world (history, ledger, tasks) deterministically"),
     "server": (cmd_server,
                lambda p: p.add_argument("action", choices=["status", "start", "stop"]),
                "the embedded PostgreSQL server"),

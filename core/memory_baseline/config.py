@@ -38,7 +38,7 @@ def validate_index_name(name: str) -> str:
 
 @dataclass(frozen=True)
 class ChunkingConfig:
-    policy: str = "sentences"  # sentences | sections | fixed
+    policy: str = "sentences"  # sentences | sections | fixed | whole
     target_chars: int = 2000
     overlap_chars: int = 300
 

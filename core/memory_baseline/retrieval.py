@@ -109,8 +109,13 @@ class RetrievalResult:
 
     @property
     def final(self) -> Stage:
-        """The list handed to context assembly (reranked if a reranker ran, else fused)."""
+        """The list handed to context assembly (the reranked stage, a pass-through without a reranker)."""
         return self.stage("reranked") or self.stage("fused") or self.stages[-1]
+
+    @property
+    def reranker_ran(self) -> bool:
+        stage = self.stage("reranked")
+        return bool(stage and not stage.detail.get("pass_through", False))
 
     def to_dict(self) -> dict:
         return {
@@ -302,8 +307,7 @@ class Retriever:
             detail["identifier_priority"] = {"identifiers": query_identifiers, "promoted": promoted}
         stages.append(Stage("fused", tuple(fused), (time.perf_counter() - t0) * 1000, detail))
 
-        if self.reranker.identity.get("name") != "none":
-            stages.append(self._rerank(query, fused, passages))
+        stages.append(self._rerank(query, fused, passages))
         return RetrievalResult(query, tuple(stages), passages, self.representation_id)
 
     def _passages(self, chunk_ids: Sequence[str]) -> dict[str, PassageText]:
@@ -320,8 +324,12 @@ class Retriever:
         }
 
     def _rerank(self, query: str, fused: Sequence[Candidate], passages: dict[str, PassageText]) -> Stage:
+        """The reranked stage; with reranker "none" it passes the fused order through."""
         settings = self.config.rerank
         t0 = time.perf_counter()
+        if self.reranker.identity.get("name") == "none":
+            return Stage("reranked", tuple(fused), (time.perf_counter() - t0) * 1000,
+                         {"reranker": self.reranker.identity, "pass_through": True})
         head = list(fused[: settings.top_n])
         scores = self.reranker.score(query, [passages[c.chunk_id].text for c in head])
         order = sorted(range(len(head)), key=lambda i: (-scores[i], head[i].rank))
@@ -332,6 +340,6 @@ class Retriever:
             for i, c in enumerate([*reranked, *tail])
         )
         return Stage("reranked", ranked, (time.perf_counter() - t0) * 1000, {
-            "reranker": self.reranker.identity, "top_n": len(head),
+            "reranker": self.reranker.identity, "pass_through": False, "top_n": len(head),
             "max_passage_tokens": settings.max_passage_tokens,
         })
