@@ -285,6 +285,7 @@ def assemble_gguf(model: str | ModelSpec, *, verify: bool = False) -> Path:
         actual = digest.hexdigest()
         if actual != spec.sha256:
             raise _mismatch(spec, actual, "the files of its installed part packages")
+        temporary.chmod(0o644)  # mkstemp makes it private; a shared cache must be readable
         os.replace(temporary, target)
     finally:
         temporary.unlink(missing_ok=True)
@@ -328,9 +329,7 @@ class LocalLLM:
 
         spec = get_spec(name)
         if not 0 < n_ctx <= spec.context_length:
-            raise ModelError(
-                f"model {name}: n_ctx must be between 1 and {spec.context_length}, got {n_ctx}"
-            )
+            raise ModelError(f"model {name}: n_ctx must be between 1 and {spec.context_length}, got {n_ctx}")
         self.name = name
         self.n_ctx = n_ctx
         self.n_threads = n_threads or os.cpu_count() or 1
@@ -353,8 +352,14 @@ class LocalLLM:
         params.port = 0
         params.api_keys = [self._api_key]
         params.ui = False
+        params.endpoint_metrics = True  # used below to wait for the task loop
         params.verbosity = 0
         self._server: Any = xllamacpp.Server(params)
+        # The constructor returns before the server's task loop is running; a
+        # server dropped in that window never stops (its terminate signal is
+        # lost). A metrics request is answered by that loop, so once it returns
+        # `close()` is safe.
+        self._server.handle_metrics()
         self._address: str = self._server.listening_address
 
     # -- identity and lifecycle --
@@ -401,9 +406,7 @@ class LocalLLM:
         Special-token text (e.g. "<|im_end|>") is parsed as the special token,
         as the runtime does for a rendered chat; no BOS is added.
         """
-        reply = self._post(
-            "/tokenize", {"content": text, "add_special": False, "parse_special": True}
-        )
+        reply = self._post("/tokenize", {"content": text, "add_special": False, "parse_special": True})
         return [int(token) for token in reply["tokens"]]
 
     def count_tokens(self, text: str) -> int:
@@ -418,9 +421,7 @@ class LocalLLM:
         """Prompt tokens `chat(messages, ...)` will consume (equal to its `prompt_tokens`)."""
         rendered = self.render_chat(messages)
         # The runtime tokenizes a chat prompt with special tokens added and parsed.
-        reply = self._post(
-            "/tokenize", {"content": rendered, "add_special": True, "parse_special": True}
-        )
+        reply = self._post("/tokenize", {"content": rendered, "add_special": True, "parse_special": True})
         return len(reply["tokens"])
 
     # -- generation --
