@@ -106,6 +106,14 @@ def _hub_offline() -> None:
     # Set before transformers is imported so no code path can reach a hub.
     os.environ["HF_HUB_OFFLINE"] = "1"
     os.environ["TRANSFORMERS_OFFLINE"] = "1"
+    # The weight-loading bar is noise on every CLI call; our own bars report real work.
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    try:
+        from transformers.utils import logging as transformers_logging
+
+        transformers_logging.disable_progress_bar()
+    except ImportError:
+        pass
 
 
 def _require(module: str, distribution: str) -> Any:
