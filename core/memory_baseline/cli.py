@@ -95,7 +95,7 @@ def _sync_command(args: argparse.Namespace, *, remove_missing: bool) -> int:
     if not root.is_dir():
         raise UsageError(f"{args.path} is not a directory")
     with connect() as conn:
-        report = sync(conn, config, str(root), remove_missing=remove_missing,
+        report = sync(conn, config, str(root), remove_missing=remove_missing, git=args.git,
                       progress=not args.json and sys.stderr.isatty())
         health = check_health(conn, config.index, report.representation_id,
                               expect_hnsw=config.hnsw_build) if remove_missing else None
@@ -120,6 +120,8 @@ def _print_sync(report, verb: str) -> None:
               f"{report.unchanged} unchanged; {report.chunks_written} chunks written")
     for failure in report.failed_observations:
         print(f"  failed observation (kept): {failure.source_id}: {failure.reason}")
+    for source_id in report.carried_over:
+        print(f"  carried over (unreadable, re-embedded with its old chunk boundaries): {source_id}")
     for skipped in report.skipped:
         print(f"  skipped: {skipped['path']}: {skipped['reason']}")
     print("  seconds: " + ", ".join(f"{k} {v:.2f}" for k, v in report.seconds.items()))
@@ -288,13 +290,17 @@ def _embedder_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--embedder", default=None, help="embedder name (default: minilm)")
 
 
+def _corpus_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("path", help="corpus folder (or, with --git, a git repository)")
+    parser.add_argument("--git", action="store_true",
+                        help="also index commit messages and every historical version (path@commit)")
+    _embedder_option(parser)
+
+
 COMMANDS: CommandTable = {
     "init": (cmd_init, _embedder_option, "create the index schema"),
-    "ingest": (cmd_ingest,
-               lambda p: (p.add_argument("path"), _embedder_option(p)),
-               "index a corpus folder (add and update)"),
-    "refresh": (cmd_refresh,
-                lambda p: (p.add_argument("path"), _embedder_option(p)),
+    "ingest": (cmd_ingest, lambda p: _corpus_options(p), "index a corpus folder (add and update)"),
+    "refresh": (cmd_refresh, lambda p: _corpus_options(p),
                 "bring the index in line with a corpus folder, then check health"),
     "health": (cmd_health, _embedder_option, "check the index's integrity (exit 1 on failure)"),
     "search": (cmd_search, lambda p: _query_options(p, show=True),

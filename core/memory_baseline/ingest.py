@@ -8,7 +8,8 @@ the artifact itself states one. Anything that cannot be read is *reported*
 with a reason — binary, invalid UTF-8, empty, too large, unsupported type, a
 link leading outside the root, an I/O error — never a crash and never silently
 dropped. A file that was read before and now fails is a failed observation,
-not a deletion (see `memory_baseline.refresh`).
+not a deletion (see `memory_baseline.refresh`); so is every indexed file under
+a directory that could not be listed, which `Discovery.unlisted` records.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
@@ -59,7 +61,9 @@ class SourceRecord:
 @dataclass(frozen=True)
 class SkippedFile:
     path: str  # relative to the root where possible
-    reason: str  # binary | invalid-utf8 | empty | too-large | unsupported | outside-root | unreadable
+    reason: str  # binary | invalid-utf8 | empty | too-large | unsupported | outside-root
+    #             | undecodable-name | not-a-regular-file | directory-link
+    #             | symlink (a link stored in git history)
 
 
 @dataclass(frozen=True)
@@ -72,10 +76,19 @@ class FailedRead:
 
 @dataclass
 class Discovery:
+    """What one observation of a corpus found.
+
+    `unlisted` holds directories (relative paths, "." for the root) whose listing
+    failed: files indexed under them were not observed, so they are not absent.
+    `kind` is "folder" for a directory walk and "git" for a repository's history.
+    """
+
     root: Path
     sources: list[SourceRecord] = field(default_factory=list)
     skipped: list[SkippedFile] = field(default_factory=list)
     failed: list[FailedRead] = field(default_factory=list)
+    unlisted: list[FailedRead] = field(default_factory=list)
+    kind: str = "folder"
 
 
 def source_kind(relative: str) -> str | None:
@@ -91,10 +104,42 @@ def source_kind(relative: str) -> str | None:
     return base
 
 
-def iter_candidate_files(root: Path) -> Iterator[tuple[Path, str]]:
-    """Walk `root` without following directory links (a link loop cannot hang us)."""
-    for directory, subdirs, files in os.walk(root, followlinks=False):
-        subdirs[:] = sorted(d for d in subdirs if d not in SKIP_DIRS and not d.startswith("."))
+def printable_path(relative: str) -> str:
+    """`relative` with undecodable file-name bytes shown as escapes (safe for JSON and SQL)."""
+    return relative.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
+def iter_candidate_files(
+    root: Path,
+    unlisted: list[FailedRead] | None = None,
+    skipped: list[SkippedFile] | None = None,
+) -> Iterator[tuple[Path, str]]:
+    """Walk `root` without following directory links (a link loop cannot hang us).
+
+    A directory that cannot be listed is appended to `unlisted` rather than
+    skipped in silence (os.walk's default), so its files are never taken for gone;
+    a link to a directory is reported in `skipped`.
+    """
+
+    def listing_failed(error: OSError) -> None:
+        if unlisted is None:
+            return
+        where = os.path.relpath(error.filename, root) if error.filename else "."
+        unlisted.append(FailedRead(
+            printable_path(Path(where).as_posix()),
+            f"unlistable: {error.__class__.__name__}: {error.strerror}",
+        ))
+
+    for directory, subdirs, files in os.walk(root, onerror=listing_failed, followlinks=False):
+        kept = []
+        for name in sorted(d for d in subdirs if d not in SKIP_DIRS and not d.startswith(".")):
+            if (Path(directory) / name).is_symlink():
+                if skipped is not None:
+                    relative = (Path(directory) / name).relative_to(root).as_posix()
+                    skipped.append(SkippedFile(printable_path(relative), "directory-link"))
+            else:
+                kept.append(name)
+        subdirs[:] = kept
         for name in sorted(files):
             path = Path(directory) / name
             yield path, path.relative_to(root).as_posix()
@@ -107,7 +152,7 @@ def discover(root: str | Path, *, max_bytes: int = 10_000_000) -> Discovery:
         raise IngestError(f"corpus root {root} is not a directory")
     root_path = root_path.resolve()
     found = Discovery(root=root_path)
-    for path, relative in iter_candidate_files(root_path):
+    for path, relative in iter_candidate_files(root_path, found.unlisted, found.skipped):
         outcome = read_source(root_path, path, relative, max_bytes=max_bytes)
         if isinstance(outcome, SourceRecord):
             found.sources.append(outcome)
@@ -123,30 +168,32 @@ def read_source(
 ) -> SourceRecord | SkippedFile | FailedRead:
     kind = source_kind(relative)
     if kind is None:
-        return SkippedFile(relative, "unsupported")
+        return SkippedFile(printable_path(relative), "unsupported")
+    if printable_path(relative) != relative:
+        # A name that is not valid UTF-8 cannot be a source id (PostgreSQL text, JSON).
+        return SkippedFile(printable_path(relative), "undecodable-name")
     try:
         if path.is_symlink():
             target = path.resolve()
             if not target.is_relative_to(root):
                 return SkippedFile(relative, "outside-root")
-        size = path.stat().st_size
+        status = path.stat()
+        if not stat.S_ISREG(status.st_mode):
+            # A FIFO would block the read forever; devices and sockets are not documents.
+            return SkippedFile(relative, "not-a-regular-file")
+        size = status.st_size
         if size > max_bytes:
             return SkippedFile(relative, "too-large")
         data = path.read_bytes()
     except FileNotFoundError:
-        return FailedRead(relative, "vanished during the read")
+        return FailedRead(relative, "broken link" if path.is_symlink() else "vanished during the read")
     except (OSError, RuntimeError) as exc:  # RuntimeError: symlink loop on resolve()
         return FailedRead(relative, f"unreadable: {exc.__class__.__name__}: {exc}")
-    if not data.strip():
-        return SkippedFile(relative, "empty")
-    if b"\x00" in data[:8192]:
-        return SkippedFile(relative, "binary")
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        return FailedRead(relative, "invalid-utf8")
-    if text.startswith("\ufeff"):
-        text = text[1:]
+    text, not_text = decode_text(data)
+    if not_text == "invalid-utf8":
+        return FailedRead(relative, not_text)
+    if not_text:
+        return SkippedFile(relative, not_text)
     return SourceRecord(
         source_id=relative,
         path=str(path),
@@ -156,6 +203,26 @@ def read_source(
         size_bytes=len(data),
         artifact_time=artifact_timestamp(relative, text),
     )
+
+
+def decode_text(data: bytes) -> tuple[str, str | None]:
+    """`(text, None)` for a text file's bytes, else `("", reason)`: empty, binary, invalid-utf8.
+
+    Any NUL byte marks a file binary (PostgreSQL text cannot hold NUL, so a NUL
+    past the first block must not reach the store either). Text that is only
+    whitespace once decoded (a lone BOM, ideographic spaces) is empty: it would
+    make a source without chunks.
+    """
+    if b"\x00" in data:
+        return "", "binary"
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return "", "invalid-utf8"
+    text = text.removeprefix("\ufeff")
+    if not text.strip():
+        return "", "empty"
+    return text, None
 
 
 _MONTHS = {

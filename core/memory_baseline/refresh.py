@@ -1,19 +1,39 @@
 """Bring an index in line with a corpus without ever losing history.
 
 `sync` is the one write path used by both `ingest` (add and update) and
-`refresh` (also remove what is truly gone). Its decisions:
+`refresh` (also remove what is truly gone), for a folder or, with `git=True`,
+for a git repository's work tree, historical file versions and commit
+messages (`memory_baseline.git_history`). Its decisions:
 
 - a source is (re)processed when its content hash changed **or** its stored
   representation (chunker configuration + embedder identity) differs from the
   configured one, so a new encoder or chunker never leaves old vectors behind;
-- all writes of one sync happen in **one transaction** (embedding is streamed
-  into it in batches): a crash at any point leaves the previous index, and
-  concurrent readers see either the old or the new version, never a source
-  hash ahead of its chunks, never two representations mixed;
+  every affected chunk is embedded exactly once, under a progress bar;
+- all writes of one sync happen in **one transaction**, the index's schema
+  creation included (embedding is streamed into it in batches): a crash at any
+  point (kill -9 included) leaves the previous index, and concurrent readers
+  see either the old or the new version, never a source hash ahead of its
+  chunks, never two representations mixed. Writers of one index are
+  serialised by an advisory lock. A change of vector *dimension* alters the
+  column, which locks the chunks table until commit: readers wait, they do
+  not see a half-built index. The HNSW index is (re)built and statistics
+  refreshed after the commit; a crash there costs only the next refresh's time;
 - a file that exists but cannot be read (I/O error, permissions, invalid
-  UTF-8, vanished mid-read) is a *failed observation*: its indexed content is
-  kept and marked, and reported. Only a file absent from a successful walk of
-  the root is removed, and only by `refresh`.
+  UTF-8, vanished mid-read), and every indexed file under a directory that
+  could not be listed, is a *failed observation*: its indexed content is kept,
+  marked and reported. Only a file absent from a successful observation is
+  removed, and only by `refresh`. A folder refresh of an index that holds git
+  history is refused: it would remove that history;
+- a source that is kept without being re-read (a failed observation, or under
+  `ingest` a stored source absent from this corpus) while the representation
+  changes is *carried over*: its stored chunk texts are re-embedded with the
+  configured embedder, chunk boundaries kept, so the index still holds one
+  representation and the source stays searchable by its last good content.
+  Re-chunking would need the source text, which exists only in those chunks.
+  When the chunker itself changed, those boundaries are the old chunker's: the
+  source is then listed in the index's `carried_over` metadata (and in the
+  report) and is re-read and re-chunked at its next successful observation,
+  even if its bytes are unchanged.
 """
 
 from __future__ import annotations
@@ -22,19 +42,24 @@ import hashlib
 import json
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
 
 import psycopg
+from psycopg import sql
 from tqdm.auto import tqdm
 
 from .chunking import Chunk, chunk_text, chunker_identity
 from .config import Config
 from .embedders import Embedder, get_embedder
+from .git_history import discover_git, split_history_id
 from .identifiers import extract_identifiers, path_identifiers
-from .ingest import Discovery, SourceRecord, discover
-from .store import ChunkRow, Store, StoreError
+from .ingest import Discovery, FailedRead, SourceRecord, discover
+from .store import ChunkRow, Store, StoredSource, StoreError
 
 WRITE_BATCH_CHUNKS = 256
+CARRIED_OVER_KEY = "carried_over"
+GIT_REPOSITORY_KEY = "git_repository"
 
 
 @dataclass(frozen=True)
@@ -48,9 +73,11 @@ class SyncReport:
     index: str
     root: str
     representation_id: str
+    corpus_kind: str = "folder"  # folder | git
     added: list[str] = field(default_factory=list)
     changed: list[str] = field(default_factory=list)
     reembedded: list[str] = field(default_factory=list)
+    carried_over: list[str] = field(default_factory=list)
     unchanged: int = 0
     removed: list[str] = field(default_factory=list)
     failed_observations: list[FailedObservation] = field(default_factory=list)
@@ -61,7 +88,9 @@ class SyncReport:
 
     @property
     def changed_anything(self) -> bool:
-        return bool(self.added or self.changed or self.reembedded or self.removed)
+        return bool(
+            self.added or self.changed or self.reembedded or self.carried_over or self.removed
+        )
 
     def to_dict(self) -> dict:
         data = asdict(self)
@@ -89,48 +118,78 @@ def open_index(conn: psycopg.Connection, config: Config, embedder: Embedder) -> 
     return store, rep_id
 
 
+@dataclass
+class _Plan:
+    reprocess: list[SourceRecord]
+    carry_over: list[str]
+    touch: list[str]
+
+
 def sync(
     conn: psycopg.Connection,
     config: Config,
-    root: str,
+    root: str | Path,
     *,
     remove_missing: bool,
     progress: bool = False,
     embedder: Embedder | None = None,
     on_batch_written: Callable[[int], None] | None = None,
+    git: bool = False,
+    discovery: Discovery | None = None,
 ) -> SyncReport:
-    """Index `root` into `config.index`; see the module docstring for the rules."""
+    """Index `root` (a folder, or with `git=True` a repository) into `config.index`.
+
+    `discovery` replaces the observation of `root` (tests, other connectors).
+    See the module docstring for the rules.
+    """
     started = time.perf_counter()
     embedder = embedder or get_embedder(config.embedder)
-    discovery = discover(root, max_bytes=config.max_file_bytes)
+    if discovery is None:
+        observe = discover_git if git else discover
+        discovery = observe(root, max_bytes=config.max_file_bytes)
     discovered_at = time.perf_counter()
 
     store = Store(conn, config.index)
-    if store.exists() and store.dimension() != embedder.identity.dimension and not remove_missing:
+    rep_id = representation_id(config, embedder)
+    dimension = embedder.identity.dimension
+    stored_dimension = store.dimension() if store.exists() else None
+    rebuild_dimension = stored_dimension is not None and stored_dimension != dimension
+    if rebuild_dimension and not remove_missing:
         raise StoreError(
-            f"index {config.index!r} holds {store.dimension()}-d vectors but the configured "
-            f"embedder {embedder.identity.name!r} makes {embedder.identity.dimension}-d ones: "
+            f"index {config.index!r} holds {stored_dimension}-d vectors but the configured "
+            f"embedder {embedder.identity.name!r} makes {dimension}-d ones: "
             "run `memory-baseline refresh` to re-embed the whole index"
         )
-    rebuild_dimension = store.exists() and store.dimension() != embedder.identity.dimension
-    if not rebuild_dimension:
-        store, rep_id = open_index(conn, config, embedder)
-    else:
-        rep_id = representation_id(config, embedder)
 
-    report = SyncReport(index=config.index, root=str(discovery.root), representation_id=rep_id)
+    report = SyncReport(index=config.index, root=str(discovery.root), representation_id=rep_id,
+                        corpus_kind=discovery.kind)
     report.skipped = [{"path": s.path, "reason": s.reason} for s in discovery.skipped]
-    stored = store.sources()
-    todo = _plan(discovery, stored, rep_id, report, force_all=rebuild_dimension)
     seconds = {"discover": discovered_at - started, "chunk": 0.0, "embed": 0.0, "write": 0.0}
+    chunker = chunker_identity(config.chunking)
 
     with conn.transaction():
         store.lock_for_write()
+        store.create(stored_dimension or dimension)  # no-op when it exists
+        if remove_missing and discovery.kind != "git" and store.get_meta(GIT_REPOSITORY_KEY):
+            raise StoreError(
+                f"index {config.index!r} holds the git history of "
+                f"{store.get_meta(GIT_REPOSITORY_KEY)}: refresh it with --git (a folder "
+                "refresh would remove that history)"
+            )
+        stored = store.sources()
+        carried_before = set(store.get_meta(CARRIED_OVER_KEY) or [])
+        plan = _plan(discovery, stored, rep_id, report, carried_before,
+                     remove_missing=remove_missing, force_all=rebuild_dimension)
+        # Read the kept chunks before any delete (a dimension change empties the table).
+        kept_rows = store.stored_chunk_rows(plan.carry_over) if plan.carry_over else []
         if rebuild_dimension:
-            _change_dimension(store, embedder, rep_id, config)
+            _change_dimension(store, dimension)
+        store.ensure_representation(rep_id, chunker, embedder.identity.to_dict(), dimension)
+
         chunk_total = 0
-        bar = tqdm(total=len(todo), desc="index", unit="src", disable=not progress or not todo)
-        for batch in _batches(todo, config):
+        bar = tqdm(total=len(plan.reprocess) + len(plan.carry_over), desc="index", unit="src",
+                   disable=not progress or not (plan.reprocess or plan.carry_over))
+        for batch in _batches(plan.reprocess, config):
             t0 = time.perf_counter()
             pieces = [(record, chunk_text(record.source_id, record.text, config.chunking))
                       for record in batch]
@@ -147,23 +206,34 @@ def sync(
                     record.artifact_time, rep_id, rows,
                 )
                 chunk_total += len(rows)
-            t3 = time.perf_counter()
             seconds["chunk"] += t1 - t0
             seconds["embed"] += t2 - t1
-            seconds["write"] += t3 - t2
+            seconds["write"] += time.perf_counter() - t2
             bar.update(len(batch))
             if on_batch_written:
                 on_batch_written(chunk_total)
+        chunk_total += _carry_over(store, embedder, rep_id, kept_rows, bar, seconds)
         bar.close()
+
         t_finish = time.perf_counter()
+        chunker_changed = {
+            source_id for source_id in plan.carry_over
+            if (store.representation(stored[source_id].representation_id or "") or {})
+            .get("chunker") != chunker
+        }
+        carried_now = (carried_before - {r.source_id for r in plan.reprocess}) | chunker_changed
         for failure in report.failed_observations:
-            store.mark_failed(failure.source_id, failure.reason)
-        unchanged_ids = [r.source_id for r in discovery.sources
-                         if r.source_id not in {x.source_id for x in todo}]
-        store.touch_sources(unchanged_ids)
+            note = "; kept chunks re-embedded" if failure.source_id in plan.carry_over else ""
+            store.mark_failed(failure.source_id, failure.reason + note)
+        store.touch_sources(plan.touch)
         if remove_missing:
             store.remove_sources(report.removed)
+            carried_now -= set(report.removed)
+        store.set_meta(CARRIED_OVER_KEY, sorted(carried_now))
         store.set_meta("corpus_root", str(discovery.root))
+        store.set_meta("corpus_kind", discovery.kind)
+        if discovery.kind == "git":
+            store.set_meta(GIT_REPOSITORY_KEY, str(discovery.root))
         store.set_meta("representation_id", rep_id)
         seconds["write"] += time.perf_counter() - t_finish
     report.chunks_written = chunk_total
@@ -181,33 +251,99 @@ def sync(
 
 
 def _plan(
-    discovery: Discovery, stored: dict, rep_id: str, report: SyncReport, *, force_all: bool
-) -> list[SourceRecord]:
-    todo: list[SourceRecord] = []
+    discovery: Discovery,
+    stored: dict[str, StoredSource],
+    rep_id: str,
+    report: SyncReport,
+    carried_before: set[str],
+    *,
+    remove_missing: bool,
+    force_all: bool,
+) -> _Plan:
+    """Sort every observed and stored source into exactly one outcome of this sync."""
+    reprocess: list[SourceRecord] = []
+    touch: list[str] = []
     for record in discovery.sources:
         previous = stored.get(record.source_id)
         if previous is None:
             report.added.append(record.source_id)
-        elif force_all or previous.representation_id != rep_id:
-            if previous.content_hash == record.content_hash:
-                report.reembedded.append(record.source_id)
-            else:
-                report.changed.append(record.source_id)
         elif previous.content_hash != record.content_hash:
             report.changed.append(record.source_id)
+        elif (force_all or previous.representation_id != rep_id
+              or record.source_id in carried_before):
+            report.reembedded.append(record.source_id)
         else:
-            # Unchanged (a failed-observation mark is cleared by touch_sources).
+            # Unchanged: the observation is recorded (clearing a failed mark).
             report.unchanged += 1
+            touch.append(record.source_id)
             continue
-        todo.append(record)
-    for failed in discovery.failed:
-        if failed.source_id in stored:
-            report.failed_observations.append(FailedObservation(failed.source_id, failed.reason))
+        reprocess.append(record)
+
+    failed: dict[str, str] = {}
+    for failure in discovery.failed:
+        if failure.source_id in stored:
+            failed[failure.source_id] = failure.reason
         else:
-            report.skipped.append({"path": failed.source_id, "reason": failed.reason})
+            report.skipped.append({"path": failure.source_id, "reason": failure.reason})
     seen = {r.source_id for r in discovery.sources} | {f.source_id for f in discovery.failed}
-    report.removed = sorted(set(stored) - seen)
-    return todo
+    retained: list[str] = []
+    for source_id in sorted(set(stored) - seen):
+        directory = _unlisted_parent(source_id, discovery)
+        if directory is not None:
+            failed[source_id] = f"{directory.reason} (directory {directory.source_id})"
+        elif remove_missing:
+            report.removed.append(source_id)
+        else:
+            retained.append(source_id)  # ingest never removes
+    report.failed_observations = [FailedObservation(s, failed[s]) for s in sorted(failed)]
+
+    carry_over = [
+        source_id for source_id in sorted(failed) + retained
+        if force_all or stored[source_id].representation_id != rep_id
+    ]
+    report.carried_over = carry_over
+    return _Plan(reprocess=reprocess, carry_over=carry_over, touch=touch)
+
+
+def _unlisted_parent(source_id: str, discovery: Discovery) -> FailedRead | None:
+    """The unlistable directory `source_id` lies under, if any (history ids by their path)."""
+    history = split_history_id(source_id)
+    if history is not None and history[0] is None:
+        return None  # a commit message is not under any directory
+    path = history[0] if history is not None else source_id
+    for directory in discovery.unlisted:
+        if directory.source_id == "." or path.startswith(directory.source_id.rstrip("/") + "/"):
+            return directory
+    return None
+
+
+def _carry_over(
+    store: Store, embedder: Embedder, rep_id: str, kept_rows: list[ChunkRow], bar, seconds: dict
+) -> int:
+    """Re-embed kept chunk texts under the configured representation; returns chunks written."""
+    by_source: dict[str, list[ChunkRow]] = {}
+    for row in kept_rows:
+        by_source.setdefault(row.source_id, []).append(row)
+    groups = list(by_source.items())
+    written = 0
+    start = 0
+    while start < len(groups):
+        stop, size = start, 0
+        while stop < len(groups) and (size == 0 or size + len(groups[stop][1]) <= WRITE_BATCH_CHUNKS):
+            size += len(groups[stop][1])
+            stop += 1
+        batch = groups[start:stop]
+        t0 = time.perf_counter()
+        vectors = iter(embedder.embed_documents([r.text for _, rows in batch for r in rows]))
+        t1 = time.perf_counter()
+        for source_id, rows in batch:
+            store.replace_chunks(source_id, rep_id, [replace(r, embedding=next(vectors)) for r in rows])
+            written += len(rows)
+        seconds["embed"] += t1 - t0
+        seconds["write"] += time.perf_counter() - t1
+        bar.update(len(batch))
+        start = stop
+    return written
 
 
 def _batches(records: Sequence[SourceRecord], config: Config) -> Iterator[list[SourceRecord]]:
@@ -225,6 +361,16 @@ def _batches(records: Sequence[SourceRecord], config: Config) -> Iterator[list[S
         yield batch
 
 
+def name_terms(source_id: str) -> list[str]:
+    """Terms naming a source; a git version is also named by its file and its commit."""
+    history = split_history_id(source_id)
+    if history is None:
+        return path_identifiers(source_id)
+    path, sha = history
+    named = path_identifiers(path) if path is not None else ["commit"]
+    return list(dict.fromkeys([source_id.lower(), *named, sha]))
+
+
 def _row(record: SourceRecord, chunk: Chunk, vector) -> ChunkRow:
     return ChunkRow(
         chunk_id=chunk.chunk_id,
@@ -236,27 +382,22 @@ def _row(record: SourceRecord, chunk: Chunk, vector) -> ChunkRow:
         text=chunk.text,
         content_hash=chunk.content_hash,
         identifiers=extract_identifiers(chunk.text),
-        name_terms=path_identifiers(record.source_id),
+        name_terms=name_terms(record.source_id),
         embedding=vector,
     )
 
 
-def _change_dimension(store: Store, embedder: Embedder, rep_id: str, config: Config) -> None:
+def _change_dimension(store: Store, dimension: int) -> None:
     """Switch the vector column to a new dimension inside the sync's transaction.
 
-    Every chunk is rewritten by this sync (force_all), so emptying the table first
-    never exposes a partial state: readers see the old index until commit.
+    Every chunk is rewritten by this sync (reprocessed or carried over), so
+    emptying the table first never exposes a partial state: readers see the old
+    index until commit (they wait on the table lock meanwhile).
     """
-    from psycopg import sql
-
     store.drop_hnsw()
     store.conn.execute(sql.SQL("DELETE FROM {}.chunks").format(store.schema))
     store.conn.execute(
         sql.SQL("ALTER TABLE {}.chunks ALTER COLUMN embedding TYPE vector({})").format(
-            store.schema, sql.Literal(embedder.identity.dimension)
+            store.schema, sql.Literal(dimension)
         )
-    )
-    store.ensure_representation(
-        rep_id, chunker_identity(config.chunking), embedder.identity.to_dict(),
-        embedder.identity.dimension,
     )
