@@ -43,7 +43,7 @@ import psycopg
 
 from .config import Config
 from .embedders import Embedder, get_embedder
-from .identifiers import IDENTIFIER_PATTERN, extract_identifiers
+from .identifiers import extract_identifiers
 from .refresh import representation_id
 from .rerank import Reranker, get_reranker
 from .store import Hit, Store, StoreError
@@ -165,31 +165,33 @@ def convex_blend(
 
 
 def query_terms(store: Store, query: str) -> list[str]:
-    """Identifier terms of the query plus the English lexemes of the rest of it.
+    """Identifier terms of the query plus the English lexemes of all of it.
 
-    An identifier is taken whole and its parser fragments are not added (`evt-204`
-    does not also search for `evt` and `-204`), so a passage that repeats the
-    fragments cannot outscore the passage that names the identifier.
+    The parser's fragments of an identifier (`evt`, `-204` for `evt-204`) are kept:
+    on SciFact, dropping them cost 0.5 points of nDCG@10 (0.683 vs 0.688), because
+    scientific names such as `IL-6` are also written `IL6` or `IL 6`. The whole
+    identifier is rarer than its fragments, so BM25 still weighs it most.
     """
-    identifiers = extract_identifiers(query)
-    remainder = query
-    for match in sorted(IDENTIFIER_PATTERN.findall(query), key=len, reverse=True):
-        remainder = remainder.replace(match, " ")
-    return list(dict.fromkeys(identifiers + store.query_lexemes(remainder)))
+    return list(dict.fromkeys(extract_identifiers(query) + store.query_lexemes(query)))
 
 
 def identifier_priority(
-    fused: Sequence[Candidate], passages: dict[str, PassageText], identifiers: Sequence[str]
+    fused: Sequence[Candidate], passages: dict[str, PassageText], identifiers: Sequence[str],
+    rare: set[str] | None = None,
 ) -> tuple[list[Candidate], int]:
-    """Stable re-sort: chunks of a file the query names, then chunks containing a query identifier.
+    """Stable re-sort: chunks of a file the query names, then chunks containing a rare query identifier.
 
     An exact identifier in a question (a file name, an error code, an ADR number) is an
     explicit request that rank fusion cannot see: a dense ranking of `E-BRK-042` is noise,
-    and RRF would let that noise outvote the one passage that contains the code.
+    and RRF would let that noise outvote the one passage that contains the code. Only
+    *rare* identifiers promote content matches (`rare`, by document frequency): a term
+    such as `IL-6` that hundreds of passages contain is ordinary vocabulary, and promoting
+    every passage holding it lowered SciFact nDCG@10 from 0.683 to 0.657.
     """
     wanted = set(identifiers)
     if not wanted:
         return list(fused), 0
+    rare_wanted = wanted if rare is None else wanted & rare
 
     def level(candidate: Candidate) -> int:
         passage = passages.get(candidate.chunk_id)
@@ -197,12 +199,17 @@ def identifier_priority(
             return 0
         if wanted & set(passage.name_terms):
             return 2
-        return 1 if wanted & set(passage.identifiers) else 0
+        return 1 if rare_wanted & set(passage.identifiers) else 0
 
     levels = {c.chunk_id: level(c) for c in fused}
     ordered = sorted(fused, key=lambda c: (-levels[c.chunk_id], c.rank))
     promoted = sum(1 for c in fused if levels[c.chunk_id] > 0)
     return [Candidate(c.chunk_id, c.source_id, c.score, i) for i, c in enumerate(ordered, 1)], promoted
+
+
+# An identifier counts as rare when at most this share of chunks (or this many) hold it.
+RARE_IDENTIFIER_SHARE = 0.01
+RARE_IDENTIFIER_MIN = 5
 
 
 class Retriever:
@@ -303,8 +310,10 @@ class Retriever:
                   "union_size": len(fused)}
         if settings.identifier_priority:
             query_identifiers = extract_identifiers(query)
-            fused, promoted = identifier_priority(fused, passages, query_identifiers)
-            detail["identifier_priority"] = {"identifiers": query_identifiers, "promoted": promoted}
+            rare = self.store.rare_terms(query_identifiers, RARE_IDENTIFIER_SHARE, RARE_IDENTIFIER_MIN)
+            fused, promoted = identifier_priority(fused, passages, query_identifiers, rare)
+            detail["identifier_priority"] = {"identifiers": query_identifiers,
+                                             "rare": sorted(rare), "promoted": promoted}
         stages.append(Stage("fused", tuple(fused), (time.perf_counter() - t0) * 1000, detail))
 
         stages.append(self._rerank(query, fused, passages))

@@ -523,6 +523,19 @@ class Store:
         ).fetchone()
         return list(row[0]) if row else []
 
+    def rare_terms(self, terms: Sequence[str], share: float, minimum: int) -> set[str]:
+        """The terms held by at most max(minimum, share x chunks) chunks (and by at least one)."""
+        if not terms:
+            return set()
+        rows = self.conn.execute(
+            self._q(
+                "SELECT t.lexeme FROM {s}.term_stats t, {s}.corpus_stats c "
+                "WHERE t.lexeme = ANY(%s) AND t.df <= greatest(%s, c.n_chunks * %s)"
+            ),
+            (list(terms), int(minimum), float(share)),
+        ).fetchall()
+        return {r[0] for r in rows}
+
     def lexical_bm25(
         self, terms: Sequence[str], limit: int, k1: float, b: float, name_weight: float = 1.0
     ) -> list[Hit]:
