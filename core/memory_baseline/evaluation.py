@@ -1,0 +1,891 @@
+"""The evaluation harness: conditions, the adapter to the instrument, and run artifacts.
+
+The instrument (`memory_instrument`) decides what success is; this module only
+runs the baseline under named conditions, reports what each stage did as the
+instrument's `SystemOutput`, scores it with `score_task`, and writes the run.
+
+Conditions. Each is a function of the base configuration: an effective `Config`
+plus a *context source*, the thing that decides which passages reach the reader:
+
+- ``retrieval``: the pipeline's own search (``lexical``, ``dense``, ``hybrid``,
+  ``hybrid-reranked``, ``best``, ``lexical-tsrank-cd``, ``hybrid-tsrank-cd``);
+- ``none`` (``no-memory``): the reader gets the question and no history at all;
+- ``oracle-span``: each evidence quote of the task with a sentence of context on
+  each side, from the corpus file;
+- ``oracle-source``: the whole expected files, under the context budget;
+- ``full-history``: every source in artifact-date order, as many as fit the
+  reader's context window minus its answer allowance.
+
+All context sources go through `context.assemble` with the reader's own token
+counter, so prompt sizes and cuts are recorded the same way everywhere.
+
+Stages reported to the instrument mean the same thing in every condition:
+``candidates`` is the fused list (source ids, rank order), ``reranked`` exists only
+when a reranker ran, ``admitted`` is what the reader saw, ``cited`` what the answer
+cites. Conditions without retrieval have no ``candidates``/``reranked`` stage.
+
+``best`` is tuned on the ``dev`` split only (task ``metadata.split``) by a small grid
+(`BEST_GRID`): mean recall of expected sources at the admitted stage, then mean MRR
+at that stage, then fewer prompt tokens; the grid, every dev score and the choice are
+written into the manifest. Test tasks are never looked at while tuning.
+
+Run directories (``runs/<run-id>/``): ``manifest.json``, ``cases.jsonl`` (one record
+per task and condition, appended as they finish, so an interrupted run resumes),
+``summary.csv`` and the scorecard (``scorecard.txt``, ``scorecard.json``).
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+import os
+import platform
+import secrets
+import subprocess
+import time
+from bisect import bisect_left, bisect_right
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from importlib import metadata as importlib_metadata
+from pathlib import Path
+from typing import Any
+
+import psycopg
+from tqdm.auto import tqdm
+
+from memory_instrument import (
+    GRADER_VERSION,
+    OUTCOMES,
+    CheckResult,
+    ClaimCheck,
+    Score,
+    Scorecard,
+    StageMetrics,
+    SystemOutput,
+    Task,
+    build_scorecard,
+    downstream_gain,
+    load_tasks,
+    score_task,
+    stage_metrics,
+)
+from memory_instrument import Passage as InstrumentPassage
+
+from .baseline import Baseline, prompt_counter
+from .chunking import sentence_boundaries
+from .config import Config
+from .context import ContextTrace, assemble, candidates_in_order
+from .embedders import Embedder, get_embedder
+from .ingest import SourceRecord, discover
+from .readers import Answer, Reader, get_reader
+from .refresh import sync
+from .retrieval import PassageText, RetrievalResult, Retriever
+
+DEFAULT_RERANKER = "llm-qwen-0.5b"
+
+CONDITIONS: dict[str, str] = {
+    "no-memory": "the reader gets the question and no project history",
+    "lexical": "BM25 only",
+    "dense": "dense (pgvector cosine) only",
+    "hybrid": "BM25 + dense, reciprocal rank fusion",
+    "hybrid-reranked": "hybrid followed by a real reranker (name from the run parameters)",
+    "best": "hybrid with its own settings, tuned by a grid search on the dev split",
+    "oracle-span": "the task's evidence quotes with a sentence of context on each side",
+    "oracle-source": "the whole expected source files, under the context budget",
+    "full-history": "every source in artifact-date order, as many as fit the context window",
+    "lexical-tsrank-cd": "PostgreSQL ts_rank_cd only (the chapter's lexical ranker)",
+    "hybrid-tsrank-cd": "ts_rank_cd + dense, reciprocal rank fusion",
+}
+CONTEXT_SOURCES: dict[str, str] = {
+    "no-memory": "none",
+    "oracle-span": "oracle-span",
+    "oracle-source": "oracle-source",
+    "full-history": "full-history",
+}
+_RETRIEVAL: dict[str, dict[str, Any]] = {
+    "lexical": {"lexical": "bm25", "dense": False},
+    "dense": {"lexical": "none", "dense": True},
+    "hybrid": {"lexical": "bm25", "dense": True, "fusion": "rrf"},
+    "hybrid-reranked": {"lexical": "bm25", "dense": True, "fusion": "rrf"},
+    "best": {"lexical": "bm25", "dense": True},
+    "lexical-tsrank-cd": {"lexical": "tsrank-cd", "dense": False},
+    "hybrid-tsrank-cd": {"lexical": "tsrank-cd", "dense": True, "fusion": "rrf"},
+}
+# The grid `best` searches on the dev split; blend ignores rrf_k, so it is not repeated.
+BEST_GRID: dict[str, tuple] = {
+    "fusion": ("rrf", "blend"),
+    "rrf_k": (10, 60),
+    "per_path_candidates": (20, 50),
+    "max_passages": (4, 6, 8),
+}
+OUTCOME_LABELS = OUTCOMES
+SPAN_CONTEXT_SENTENCES = 1
+SPAN_CONTEXT_MAX_CHARS = 400
+
+
+class EvaluationError(ValueError):
+    """The evaluation cannot run as asked (bad condition, mismatched resume, ...)."""
+
+
+# -- conditions ---------------------------------------------------------------------------
+
+
+def context_source(name: str) -> str:
+    """Which passages reach the reader under a condition (`retrieval` for pipeline ones)."""
+    _known(name)
+    return CONTEXT_SOURCES.get(name, "retrieval")
+
+
+def _known(name: str) -> None:
+    if name not in CONDITIONS:
+        raise EvaluationError(f"unknown condition {name!r}; choose from {', '.join(CONDITIONS)}")
+
+
+def condition_config(
+    name: str, base: Config, *, reranker_name: str = DEFAULT_RERANKER,
+    best: dict[str, dict[str, Any]] | None = None,
+) -> Config:
+    """The effective configuration of condition `name` on top of `base`.
+
+    A reranker in `base` never leaks into other conditions: only ``hybrid-reranked``
+    reranks, and it refuses to run with reranker ``none`` (it would silently be hybrid).
+    ``best`` needs its tuned overrides (`tune_best`).
+    """
+    _known(name)
+    config = base.with_overrides(rerank={"name": "none"})
+    if name not in _RETRIEVAL:
+        return config
+    config = config.with_overrides(retrieval=_RETRIEVAL[name])
+    if name == "hybrid-reranked":
+        if not reranker_name or reranker_name == "none":
+            raise EvaluationError(
+                "condition hybrid-reranked needs a real reranker, but the reranker is 'none'; "
+                "name one (e.g. llm-qwen-0.5b) or drop the condition"
+            )
+        config = config.with_overrides(rerank={"name": reranker_name})
+    if name == "best":
+        if not best:
+            raise EvaluationError("condition best needs its tuned settings: run tune_best first")
+        config = config.with_overrides(**best)
+    return config
+
+
+@dataclass(frozen=True)
+class Condition:
+    name: str
+    config: Config
+    context_source: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"description": CONDITIONS[self.name], "context_source": self.context_source,
+                "config": self.config.to_dict()}
+
+
+class QueryCachingEmbedder:
+    """An embedder that encodes each distinct query once per run.
+
+    Several conditions (and every point of a tuning grid) search the same questions;
+    the vector of a question does not depend on the condition, so re-encoding it only
+    costs time. The first encoding's duration is kept (`first_encode_ms`) so that a
+    latency figure can still include one honest query encoding.
+    """
+
+    def __init__(self, inner: Embedder) -> None:
+        self.inner = inner
+        self.identity = inner.identity
+        self._vectors: dict[str, Any] = {}
+        self.first_encode_ms: dict[str, float] = {}
+
+    def __contains__(self, query: str) -> bool:
+        return query in self._vectors
+
+    def embed_documents(self, texts: Sequence[str], *, progress: bool = False):
+        return self.inner.embed_documents(texts, progress=progress)
+
+    def embed_query(self, text: str):
+        if text not in self._vectors:
+            started = time.perf_counter()
+            self._vectors[text] = self.inner.embed_query(text)
+            self.first_encode_ms[text] = (time.perf_counter() - started) * 1000
+        return self._vectors[text]
+
+
+# -- tuning `best` on the dev split ---------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class BestChoice:
+    overrides: dict[str, dict[str, Any]]
+    dev_task_ids: tuple[str, ...]
+    scores: tuple[dict[str, Any], ...]
+    grid: dict[str, tuple] = field(default_factory=lambda: dict(BEST_GRID))
+    criterion: str = ("mean recall of expected sources at the admitted stage, then mean MRR at "
+                      "the admitted stage, then fewer prompt tokens, then grid order")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"grid": {k: list(v) for k, v in self.grid.items()}, "criterion": self.criterion,
+                "dev_task_ids": list(self.dev_task_ids), "dev_scores": list(self.scores),
+                "choice": self.overrides}
+
+
+def _grid() -> list[dict[str, Any]]:
+    settings = []
+    for fusion in BEST_GRID["fusion"]:
+        for rrf_k in BEST_GRID["rrf_k"] if fusion == "rrf" else (None,):
+            for per_path in BEST_GRID["per_path_candidates"]:
+                retrieval = {"fusion": fusion, "per_path_candidates": per_path}
+                if rrf_k is not None:
+                    retrieval["rrf_k"] = rrf_k
+                settings.append(retrieval)
+    return settings
+
+
+def tune_best(
+    conn: psycopg.Connection, base: Config, tasks: Sequence[Task], reader: Reader,
+    *, embedder: Embedder | None = None, progress: bool = False,
+) -> BestChoice:
+    """Grid-search `best` on the tasks whose `metadata.split` is `dev` (never any other)."""
+    dev = [t for t in tasks if t.metadata.get("split") == "dev"]
+    scored_dev = [t for t in dev if t.expected_sources]
+    if not scored_dev:
+        raise EvaluationError("condition best is tuned on dev tasks, but the task file has no "
+                              "task with metadata.split = 'dev' and expected sources")
+    hybrid = condition_config("hybrid", base)
+    embedder = embedder or QueryCachingEmbedder(get_embedder(base.embedder))
+    scores: list[dict[str, Any]] = []
+    grid = _grid()
+    bar = tqdm(total=len(grid) * len(scored_dev), desc="tune best (dev)", disable=not progress)
+    for retrieval in grid:
+        config = hybrid.with_overrides(retrieval=retrieval)
+        retriever = Retriever(conn, config, embedder=embedder)
+        results = []
+        for task in scored_dev:
+            results.append((task, retriever.retrieve(task.query)))
+            bar.update(1)
+        for max_passages in BEST_GRID["max_passages"]:
+            context_config = replace(config.context, max_passages=max_passages)
+            recalls, mrrs, tokens = [], [], []
+            for task, result in results:
+                as_of = task.as_of.isoformat() if task.as_of else None
+                trace = assemble(candidates_in_order(result), context_config,
+                                 prompt_counter(reader, task.query, as_of),
+                                 tokenizer=reader.tokenizer_name)
+                ranked = [p.source_id for p in sorted(trace.admitted, key=lambda p: p.rank)]
+                metrics = stage_metrics("admitted", ranked, task.expected_sources)
+                recalls.append(metrics.recall or 0.0)
+                mrrs.append(metrics.reciprocal_rank or 0.0)
+                tokens.append(trace.prompt_tokens)
+            scores.append({
+                "retrieval": retrieval, "context": {"max_passages": max_passages},
+                "recall_admitted": round(sum(recalls) / len(recalls), 4),
+                "mrr_admitted": round(sum(mrrs) / len(mrrs), 4),
+                "mean_prompt_tokens": round(sum(tokens) / len(tokens), 1),
+            })
+    bar.close()
+    best = max(enumerate(scores), key=lambda item: (item[1]["recall_admitted"],
+                                                    item[1]["mrr_admitted"],
+                                                    -item[1]["mean_prompt_tokens"], -item[0]))[1]
+    overrides = {"retrieval": dict(best["retrieval"]), "context": dict(best["context"])}
+    return BestChoice(overrides, tuple(t.id for t in scored_dev), tuple(scores))
+
+
+# -- non-retrieval context sources -----------------------------------------------------------
+
+
+def _passage(record: SourceRecord, start: int, end: int, chunk_id: str) -> PassageText:
+    return PassageText(
+        chunk_id=chunk_id, source_id=record.source_id, text=record.text[start:end], section=None,
+        kind=record.kind,
+        artifact_date=record.artifact_time.date().isoformat() if record.artifact_time else None,
+        char_start=start, char_end=end,
+    )
+
+
+def _corpus_record(corpus: dict[str, SourceRecord], source_id: str, task: Task) -> SourceRecord:
+    record = corpus.get(source_id)
+    if record is None:
+        raise EvaluationError(f"task '{task.id}': source {source_id!r} is not in the corpus")
+    return record
+
+
+def _span_with_context(text: str, start: int, end: int) -> tuple[int, int]:
+    """Widen [start, end) to whole sentences plus one neighbouring sentence each side (capped)."""
+    starts = sentence_boundaries(text)
+    first = bisect_right(starts, start) - 1
+    after = bisect_left(starts, end)  # first sentence starting at or after the quote's end
+    wide_start = starts[max(0, first - SPAN_CONTEXT_SENTENCES)]
+    stop_index = after + SPAN_CONTEXT_SENTENCES
+    wide_end = starts[stop_index] if stop_index < len(starts) else len(text)
+    return (max(wide_start, start - SPAN_CONTEXT_MAX_CHARS),
+            min(wide_end, end + SPAN_CONTEXT_MAX_CHARS))
+
+
+def oracle_span_passages(task: Task, corpus: dict[str, SourceRecord]) -> list[PassageText]:
+    """The minimal evidence: each quote widened by a sentence, overlapping spans merged.
+
+    An answerable task without evidence quotes falls back to its whole expected sources
+    (recorded in the case); an abstention task gets nothing.
+    """
+    if not task.answer.evidence:
+        return oracle_source_passages(task, corpus)
+    spans: dict[str, list[tuple[int, int]]] = {}
+    for span in task.answer.evidence:
+        record = _corpus_record(corpus, span.source, task)
+        at = record.text.find(span.quote)
+        if at < 0:
+            raise EvaluationError(
+                f"task '{task.id}': evidence quote not found in {span.source}: {span.quote[:60]!r}"
+            )
+        spans.setdefault(span.source, []).append(_span_with_context(record.text, at, at + len(span.quote)))
+    passages = []
+    for source_id, ranges in spans.items():
+        merged: list[list[int]] = []
+        for start, end in sorted(ranges):
+            if merged and start <= merged[-1][1]:
+                merged[-1][1] = max(merged[-1][1], end)
+            else:
+                merged.append([start, end])
+        record = corpus[source_id]
+        passages.extend(_passage(record, s, e, f"{source_id}@{s}-{e}") for s, e in merged)
+    return passages
+
+
+def oracle_source_passages(task: Task, corpus: dict[str, SourceRecord]) -> list[PassageText]:
+    """The whole expected files, in the task's order."""
+    return [_passage(record, 0, len(record.text), f"{record.source_id}#all")
+            for record in (_corpus_record(corpus, s, task) for s in task.expected_sources)]
+
+
+def full_history_passages(corpus: dict[str, SourceRecord]) -> list[PassageText]:
+    """Every source, oldest artifact date first; undated sources last, then by path."""
+    ordered = sorted(corpus.values(), key=lambda r: (r.artifact_time is None,
+                                                     r.artifact_time.isoformat() if r.artifact_time else "",
+                                                     r.source_id))
+    return [_passage(r, 0, len(r.text), f"{r.source_id}#all") for r in ordered]
+
+
+# -- the adapter ---------------------------------------------------------------------------------
+
+
+def to_system_output(
+    task: Task, condition: str, retrieval: RetrievalResult | None, context: ContextTrace,
+    answer: Answer, timings_ms: dict[str, float], *, context_kind: str,
+) -> SystemOutput:
+    """The instrument's view of one case; the artifact is left for the instrument to extract."""
+    stages: dict[str, list[str]] = {}
+    if retrieval is not None:
+        fused = retrieval.stage("fused")
+        stages["candidates"] = fused.source_ids if fused else []
+        reranked = retrieval.stage("reranked")
+        # The retriever may record a pass-through "reranked" stage; only a real rerank counts.
+        if reranked is not None and not reranked.detail.get("pass_through", False):
+            stages["reranked"] = reranked.source_ids
+    ranked_admitted = sorted(context.admitted, key=lambda p: p.rank)
+    stages["admitted"] = list(dict.fromkeys(p.source_id for p in ranked_admitted))
+    stages["cited"] = list(answer.citations)
+    usage = answer.usage
+    return SystemOutput(
+        task_id=task.id, condition=condition, answer=answer.text, abstained=answer.abstained,
+        stages=stages,
+        admitted_passages=[InstrumentPassage(p.source_id, p.chunk_id, p.text)
+                           for p in context.admitted],
+        citations=list(answer.citations), unknown_citations=list(answer.unknown_citations),
+        artifact=None,
+        usage={"prompt_tokens": usage.prompt_tokens, "completion_tokens": usage.completion_tokens,
+               "calls": usage.calls, "seconds": round(usage.seconds, 4)},
+        timings_ms=dict(timings_ms),
+        metadata={"context_source": context_kind, "cache_hit": answer.cached,
+                  "reader": answer.reader.get("name")},
+    )
+
+
+@dataclass
+class _Runtime:
+    conn: psycopg.Connection
+    reader: Reader
+    corpus: dict[str, SourceRecord]
+    conditions: dict[str, Condition]
+    embedder: Embedder
+    baselines: dict[str, Baseline] = field(default_factory=dict)
+
+    def baseline(self, condition: Condition) -> Baseline:
+        if condition.name not in self.baselines:
+            retriever = Retriever(self.conn, condition.config, embedder=self.embedder)
+            self.baselines[condition.name] = Baseline(self.conn, condition.config,
+                                                      reader=self.reader, retriever=retriever)
+        return self.baselines[condition.name]
+
+
+def run_case(
+    task: Task, condition: Condition, runtime: _Runtime
+) -> tuple[SystemOutput, dict[str, Any]]:
+    """Run one task under one condition; return the instrument output and the case record."""
+    as_of = task.as_of.isoformat() if task.as_of else None
+    notes: dict[str, Any] = {}
+    if condition.context_source == "retrieval":
+        result = runtime.baseline(condition).ask(task.query, as_of)
+        retrieval, context, answer = result.retrieval, result.context, result.answer
+        timings = dict(result.timings_ms)
+        if condition.config.retrieval.dense:
+            # Query vectors are shared across conditions; report what the encoding cost once.
+            timings["query_encode_ms_first"] = round(
+                runtime.embedder.first_encode_ms.get(task.query, 0.0), 3)
+    else:
+        reader = runtime.reader
+        context_config = condition.config.context
+        if condition.context_source == "none":
+            passages: list[PassageText] = []
+        elif condition.context_source == "oracle-span":
+            passages = oracle_span_passages(task, runtime.corpus)
+            if not task.answer.evidence and task.expected_sources:
+                notes["oracle_fallback"] = "no evidence quotes: whole expected sources"
+        elif condition.context_source == "oracle-source":
+            passages = oracle_source_passages(task, runtime.corpus)
+        elif condition.context_source == "full-history":
+            passages = full_history_passages(runtime.corpus)
+            window = condition.config.reader.context_window - condition.config.reader.max_answer_tokens
+            context_config = replace(context_config, token_budget=window,
+                                     max_passages=max(len(passages), 1))
+        else:
+            raise EvaluationError(f"unknown context source {condition.context_source!r}")
+        t0 = time.perf_counter()
+        context = assemble(passages, context_config, prompt_counter(reader, task.query, as_of),
+                           tokenizer=reader.tokenizer_name)
+        t1 = time.perf_counter()
+        answer = reader.answer(task.query, list(context.admitted), as_of)
+        t2 = time.perf_counter()
+        retrieval = None
+        timings = {"assembly": round((t1 - t0) * 1000, 3), "reader": round((t2 - t1) * 1000, 3),
+                   "total": round((t2 - t0) * 1000, 3)}
+    output = to_system_output(task, condition.name, retrieval, context, answer, timings,
+                              context_kind=condition.context_source)
+    score = score_task(task, output)
+    chunk_sources = {**{p.chunk_id: p.source_id for p in context.admitted}}
+    if retrieval is not None:
+        chunk_sources.update({cid: p.source_id for cid, p in retrieval.passages.items()})
+    elif condition.context_source != "none":
+        chunk_sources.update({p.chunk_id: p.source_id for p in passages})
+    record = {
+        "task_id": task.id,
+        "question_type": task.question_type,
+        "split": task.metadata.get("split"),
+        "condition": condition.name,
+        "context_source": condition.context_source,
+        "query": task.query,
+        "as_of": as_of,
+        "answer": answer.text,
+        "abstained": answer.abstained,
+        "stages": output.stages,
+        "admitted": [{"chunk_id": p.chunk_id, "source_id": p.source_id, "rank": p.rank,
+                      "truncated": p.truncated} for p in context.admitted],
+        "context": {
+            "prompt_tokens": context.prompt_tokens, "token_budget": context.token_budget,
+            "max_passages": context.max_passages, "tokenizer": context.tokenizer,
+            "truncated": context.truncated, "duplicate_drops": list(context.duplicate_drops),
+            "budget_drops": list(context.budget_drops), "quota_drops": list(context.quota_drops),
+            "not_considered": list(context.not_considered),
+            "cut_sources": sorted({chunk_sources.get(c, c) for c in
+                                   [*context.budget_drops, *context.not_considered]}
+                                  - set(context.admitted_sources)),
+        },
+        "citations": list(answer.citations),
+        "unknown_citations": list(answer.unknown_citations),
+        "tokens": {"prompt": answer.usage.prompt_tokens, "completion": answer.usage.completion_tokens},
+        "usage": dict(output.usage),
+        "timings_ms": timings,
+        "cache_hit": answer.cached,
+        "notes": notes,
+        "output": output.to_dict(),
+        "score": score.to_dict(),
+    }
+    return output, record
+
+
+# -- run directories ----------------------------------------------------------------------------
+
+
+def corpus_digest(corpus_dir: str | Path) -> str:
+    """sha256 over every file's relative path and bytes, in sorted path order."""
+    root = Path(corpus_dir).resolve()
+    digest = hashlib.sha256()
+    for path in sorted((p for p in root.rglob("*") if p.is_file()),
+                       key=lambda p: p.relative_to(root).as_posix()):
+        digest.update(path.relative_to(root).as_posix().encode("utf-8") + b"\0")
+        digest.update(path.read_bytes())
+        digest.update(b"\0")
+    return digest.hexdigest()
+
+
+def _file_digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def code_version() -> dict[str, str | None]:
+    """`git describe --always --dirty` of the source tree (if it is a checkout) and the package."""
+    try:
+        package = importlib_metadata.version("memory-baseline")
+    except importlib_metadata.PackageNotFoundError:
+        package = None
+    try:
+        described = subprocess.run(
+            ["git", "describe", "--always", "--dirty"], cwd=Path(__file__).resolve().parent,
+            capture_output=True, text=True, timeout=10, check=False,
+        )
+        git = described.stdout.strip() if described.returncode == 0 else None
+    except (OSError, subprocess.SubprocessError):
+        git = None
+    return {"git": git, "package": package}
+
+
+def new_run_id() -> str:
+    return f"{datetime.now(UTC).strftime('%Y%m%dT%H%M%SZ')}-{secrets.token_hex(3)}"
+
+
+def _write_json(path: Path, document: Any) -> None:
+    temporary = path.with_suffix(path.suffix + ".tmp")
+    temporary.write_text(json.dumps(document, indent=2, ensure_ascii=False), encoding="utf-8")
+    temporary.replace(path)
+
+
+def _read_cases(path: Path) -> list[dict[str, Any]]:
+    """Records of cases.jsonl; a torn last line (an interrupted write) is dropped from the file."""
+    if not path.is_file():
+        return []
+    lines = path.read_text(encoding="utf-8").splitlines()
+    cases = []
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            cases.append(json.loads(line))
+        except json.JSONDecodeError as exc:
+            if number == len(lines):
+                path.write_text("".join(json.dumps(c, ensure_ascii=False) + "\n" for c in cases),
+                                encoding="utf-8")
+                break
+            raise EvaluationError(f"{path}:{number}: not a JSON record ({exc.msg})") from exc
+    return cases
+
+
+def load_run(run_dir: str | Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The manifest and the case records of a run directory."""
+    run_dir = Path(run_dir)
+    manifest_path = run_dir / "manifest.json"
+    if not manifest_path.is_file():
+        raise EvaluationError(f"{run_dir} is not a run directory (no manifest.json)")
+    manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+    return manifest, _read_cases(run_dir / "cases.jsonl")
+
+
+def run_evaluation(
+    conn: psycopg.Connection,
+    base_config: Config,
+    tasks_path: str | Path,
+    corpus_dir: str | Path,
+    conditions: Sequence[str],
+    *,
+    runs_root: str | Path = "runs",
+    reader_name: str | None = None,
+    reranker_name: str = DEFAULT_RERANKER,
+    limit: int | None = None,
+    split: str | None = None,
+    resume: str | Path | None = None,
+    progress: bool = True,
+) -> Path:
+    """Evaluate `conditions` on the tasks; return the run directory.
+
+    The corpus is synced into the index first (`refresh.sync`, removing what is gone)
+    so the index matches the corpus being scored. `resume` continues an interrupted
+    run: its manifest must describe the same corpus, tasks, reader and conditions, and
+    (task, condition) pairs already in `cases.jsonl` are skipped.
+    """
+    if not conditions:
+        raise EvaluationError("no conditions given")
+    for name in conditions:
+        _known(name)
+    if len(set(conditions)) != len(conditions):
+        raise EvaluationError("a condition is named twice")
+    tasks_path, corpus_dir = Path(tasks_path).resolve(), Path(corpus_dir).resolve()
+    if not corpus_dir.is_dir():
+        raise EvaluationError(f"corpus {corpus_dir} is not a directory")
+    if tasks_path.is_relative_to(corpus_dir):
+        raise EvaluationError(f"the task file {tasks_path} lives inside the corpus {corpus_dir}; "
+                              "move it out (a system could read its own answers)")
+    task_set = load_tasks(tasks_path)
+    selected = [t for t in task_set if split is None or t.metadata.get("split") == split]
+    if limit is not None:
+        selected = selected[:limit]
+    if not selected:
+        raise EvaluationError(f"no task selected (split={split!r}, limit={limit})")
+
+    base = base_config.with_overrides(reader={"name": reader_name}) if reader_name else base_config
+    started = datetime.now(UTC).isoformat()
+    sync_report = sync(conn, base, str(corpus_dir), remove_missing=True, progress=progress)
+    discovery = discover(corpus_dir, max_bytes=base.max_file_bytes)
+    corpus = {r.source_id: r for r in discovery.sources}
+    reader = get_reader(base.reader)
+    embedder = QueryCachingEmbedder(get_embedder(base.embedder))
+
+    previous: dict[str, Any] | None = None
+    if resume is not None:
+        previous, _ = load_run(resume)
+    best: BestChoice | None = None
+    best_overrides: dict[str, dict[str, Any]] | None = None
+    if "best" in conditions:
+        if previous is not None and previous.get("best"):
+            best_overrides = previous["best"]["choice"]
+        else:
+            best = tune_best(conn, base, list(task_set), reader, embedder=embedder,
+                             progress=progress)
+            best_overrides = best.overrides
+    built = {
+        name: Condition(name, condition_config(name, base, reranker_name=reranker_name,
+                                               best=best_overrides), context_source(name))
+        for name in conditions
+    }
+    runtime = _Runtime(conn, reader, corpus, built, embedder)
+
+    condition_docs = {name: c.to_dict() for name, c in built.items()}
+    identical = _identical_conditions(built)
+    for name, twins in identical.items():
+        condition_docs[name]["same_effective_configuration_as"] = twins
+    reranker_identity = None
+    if "hybrid-reranked" in built:
+        reranker_identity = runtime.baseline(built["hybrid-reranked"]).retriever.reranker.identity
+    fingerprint = {
+        "corpus_digest": corpus_digest(corpus_dir),
+        "tasks_digest": _file_digest(tasks_path),
+        "task_ids": [t.id for t in selected],
+        "reader": reader.identity,
+        "conditions": condition_docs,
+    }
+
+    if previous is not None:
+        run_dir = Path(resume)
+        _check_resume(previous, fingerprint)
+        manifest = previous
+        manifest.setdefault("resumed", []).append(started)
+        manifest["status"] = "running"
+    else:
+        run_dir = Path(runs_root) / new_run_id()
+        if run_dir.exists():
+            raise EvaluationError(f"run directory {run_dir} already exists; refusing to overwrite")
+        run_dir.mkdir(parents=True, exist_ok=False)
+        manifest = {
+            "run_id": run_dir.name,
+            "kind": "evaluation",
+            "status": "running",
+            "code_version": code_version(),
+            "corpus": {"path": str(corpus_dir), "digest": fingerprint["corpus_digest"],
+                       "sources": len(corpus),
+                       "index_sync": {"added": len(sync_report.added),
+                                      "changed": len(sync_report.changed),
+                                      "reembedded": len(sync_report.reembedded),
+                                      "removed": len(sync_report.removed),
+                                      "unchanged": sync_report.unchanged,
+                                      "skipped": sync_report.skipped}},
+            "tasks": {"path": str(tasks_path), "digest": fingerprint["tasks_digest"],
+                      "split": split, "limit": limit, "task_ids": fingerprint["task_ids"]},
+            "models": {"embedder": get_embedder(base.embedder).identity.to_dict(),
+                       "reader": reader.identity, "reranker": reranker_identity},
+            "conditions": condition_docs,
+            "condition_order": list(conditions),
+            "best": best.to_dict() if best else None,
+            "grader_version": GRADER_VERSION,
+            "started": started,
+            "finished": None,
+            "machine": {"cpus": os.cpu_count(), "platform": platform.platform(),
+                        "python": platform.python_version()},
+        }
+        if best is not None and split != "test":
+            manifest["best"]["note"] = ("best was tuned on the dev tasks; its scores on dev tasks "
+                                        "are not held out")
+    _write_json(run_dir / "manifest.json", manifest)
+
+    cases_path = run_dir / "cases.jsonl"
+    done = {(c["task_id"], c["condition"]) for c in _read_cases(cases_path)}
+    todo = [(task, built[name]) for task in selected for name in conditions
+            if (task.id, name) not in done]
+    bar = tqdm(total=len(selected) * len(conditions), initial=len(selected) * len(conditions) - len(todo),
+               desc="evaluate", unit="case", disable=not progress)
+    with cases_path.open("a", encoding="utf-8") as handle:
+        for task, condition in todo:
+            bar.set_postfix_str(f"{condition.name}: {task.id}", refresh=False)
+            _, record = run_case(task, condition, runtime)
+            handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+            handle.flush()
+            bar.update(1)
+    bar.close()
+
+    manifest["status"] = "complete"
+    manifest["finished"] = datetime.now(UTC).isoformat()
+    _write_json(run_dir / "manifest.json", manifest)
+    write_reports(run_dir)
+    return run_dir
+
+
+def _identical_conditions(built: dict[str, Condition]) -> dict[str, list[str]]:
+    keys = {name: json.dumps([c.context_source, c.config.to_dict()], sort_keys=True)
+            for name, c in built.items()}
+    return {name: [other for other in built if other != name and keys[other] == key]
+            for name, key in keys.items() if list(keys.values()).count(key) > 1}
+
+
+def _check_resume(previous: dict[str, Any], fingerprint: dict[str, Any]) -> None:
+    if previous.get("kind") != "evaluation":
+        raise EvaluationError("the run to resume is not an evaluation run")
+    checks = [
+        ("corpus digest", previous["corpus"]["digest"], fingerprint["corpus_digest"]),
+        ("task file digest", previous["tasks"]["digest"], fingerprint["tasks_digest"]),
+        ("selected tasks", previous["tasks"]["task_ids"], fingerprint["task_ids"]),
+        ("reader", previous["models"]["reader"], fingerprint["reader"]),
+        ("conditions", sorted(previous["conditions"]), sorted(fingerprint["conditions"])),
+    ]
+    for what, before, now in checks:
+        if before != now:
+            raise EvaluationError(f"cannot resume: the {what} differs from the run's manifest")
+    for name, document in fingerprint["conditions"].items():
+        if previous["conditions"][name]["config"] != document["config"]:
+            raise EvaluationError(
+                f"cannot resume: the effective configuration of {name!r} differs from the manifest"
+            )
+
+
+# -- reports ----------------------------------------------------------------------------------
+
+
+def report(run_dir: str | Path) -> Scorecard:
+    """The scorecard of a run, rebuilt from its cases.jsonl by the instrument."""
+    _, cases = load_run(run_dir)
+    return build_scorecard(cases)
+
+
+def score_from_dict(data: dict[str, Any]) -> Score:
+    """Rebuild a `Score` from its `to_dict` form (as stored in cases.jsonl)."""
+    def metric(d: dict[str, Any]) -> StageMetrics:
+        return StageMetrics(**{**d, "ranked_sources": tuple(d["ranked_sources"]),
+                               "found_expected": tuple(d["found_expected"]),
+                               "missing_expected": tuple(d["missing_expected"])})
+
+    def claim(d: dict[str, Any]) -> ClaimCheck:
+        return ClaimCheck(**{**d, "cited_ids": tuple(d["cited_ids"])})
+
+    tuples = ("admitted_sources", "expected_admitted", "extraneous_admitted",
+              "must_not_include_hits", "cited_sources", "unknown_citations",
+              "reported_unknown_citations", "uncited_claims", "notes")
+    return Score(**{
+        **data,
+        **{name: tuple(data[name]) for name in tuples},
+        "unmatched_groups": tuple(tuple(g) for g in data["unmatched_groups"]),
+        "stage_metrics": {k: metric(v) for k, v in data["stage_metrics"].items()},
+        "supported_claims": tuple(claim(c) for c in data["supported_claims"]),
+        "unsupported_claims": tuple(claim(c) for c in data["unsupported_claims"]),
+        "artifact_checks": tuple(CheckResult(**c) for c in data["artifact_checks"]),
+    })
+
+
+def downstream_gains(
+    cases: Iterable[dict[str, Any]], baseline_condition: str = "no-memory"
+) -> list[dict[str, Any]]:
+    """For each downstream task, each condition's artifact-check gain over no-memory."""
+    by_task: dict[str, dict[str, dict[str, Any]]] = {}
+    for case in cases:
+        if case["question_type"] == "downstream" and case["score"].get("artifact_checks"):
+            by_task.setdefault(case["task_id"], {})[case["condition"]] = case
+    gains = []
+    for per_condition in by_task.values():
+        without = per_condition.get(baseline_condition)
+        if without is None:
+            continue
+        for name, case in per_condition.items():
+            if name != baseline_condition:
+                gains.append(downstream_gain(score_from_dict(case["score"]),
+                                             score_from_dict(without["score"])))
+    return gains
+
+
+def summary_rows(scorecard: Scorecard) -> list[dict[str, Any]]:
+    rows = []
+    for (condition, qtype), cell in scorecard.cells.items():
+        counts = cell.outcome_counts
+        rows.append({
+            "condition": condition, "question_type": qtype, "n": cell.cases,
+            "passed": cell.passed, "pass_rate": _round(cell.pass_rate),
+            **{label: counts[label] for label in OUTCOME_LABELS},
+            "mean_recall_candidates": _round(cell.mean_recall_candidates),
+            "mean_recall_admitted": _round(cell.mean_recall_admitted),
+            "mean_mrr_candidates": _round(cell.mean_mrr_candidates),
+            "mean_prompt_tokens": _round(cell.mean_prompt_tokens, 1),
+            "mean_seconds": _round(cell.mean_seconds),
+        })
+    return rows
+
+
+def _round(value: float | None, digits: int = 4) -> float | None:
+    return None if value is None else round(value, digits)
+
+
+def report_document(run_dir: str | Path) -> dict[str, Any]:
+    """Everything `report` shows, as one JSON-ready document."""
+    manifest, cases = load_run(run_dir)
+    scorecard = build_scorecard(cases)
+    return {
+        "run_id": manifest.get("run_id"),
+        "status": manifest.get("status"),
+        "grader_version": manifest.get("grader_version"),
+        "scorecard": scorecard.to_dict(),
+        "downstream_gains": downstream_gains(cases),
+        "full_history_input": _full_history_input(cases),
+        "best": (manifest.get("best") or {}).get("choice"),
+    }
+
+
+def _full_history_input(cases: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
+    full = [c for c in cases if c["condition"] == "full-history"]
+    if not full:
+        return None
+    tokens = [c["context"]["prompt_tokens"] for c in full]
+    return {"token_budget": full[0]["context"]["token_budget"],
+            "mean_prompt_tokens": round(sum(tokens) / len(tokens), 1), "max_prompt_tokens": max(tokens),
+            "admitted_sources": len(full[0]["admitted"]),
+            "cut_sources": full[0]["context"]["cut_sources"]}
+
+
+def report_text(run_dir: str | Path) -> str:
+    """The scorecard tables, then the downstream gains over no-memory and the full-history size."""
+    document = report_document(run_dir)
+    lines = [f"run {document['run_id']} ({document['status']})", report(run_dir).to_text()]
+    if document["downstream_gains"]:
+        lines += ["", "Downstream tasks: artifact checks passed, with history vs no-memory"]
+        for gain in document["downstream_gains"]:
+            lines.append(f"  {gain['task_id']:<32} {gain['with_condition']:<18} "
+                         f"{gain['checks_passed_with']}/{gain['checks_total']} vs "
+                         f"{gain['checks_passed_without']}/{gain['checks_total']} "
+                         f"(gain {gain['gain']:+d})")
+    full = document["full_history_input"]
+    if full:
+        lines += ["", f"full-history input: mean {full['mean_prompt_tokens']} prompt tokens "
+                      f"(max {full['max_prompt_tokens']}, budget {full['token_budget']}); "
+                      f"{full['admitted_sources']} sources admitted, {len(full['cut_sources'])} cut"]
+    if document["best"]:
+        lines += ["", f"best (tuned on dev): {json.dumps(document['best'], sort_keys=True)}"]
+    return "\n".join(lines)
+
+
+def write_reports(run_dir: str | Path) -> Scorecard:
+    """(Re)write summary.csv, scorecard.txt and scorecard.json from cases.jsonl."""
+    run_dir = Path(run_dir)
+    scorecard = report(run_dir)
+    rows = summary_rows(scorecard)
+    with (run_dir / "summary.csv").open("w", encoding="utf-8", newline="") as handle:
+        columns = ["condition", "question_type", "n", "passed", "pass_rate", *OUTCOME_LABELS,
+                   "mean_recall_candidates", "mean_recall_admitted", "mean_mrr_candidates",
+                   "mean_prompt_tokens", "mean_seconds"]
+        writer = csv.DictWriter(handle, fieldnames=columns)
+        writer.writeheader()
+        writer.writerows(rows)
+    (run_dir / "scorecard.txt").write_text(report_text(run_dir) + "\n", encoding="utf-8")
+    _write_json(run_dir / "scorecard.json", report_document(run_dir))
+    return scorecard
