@@ -1,0 +1,244 @@
+"""Execute the book's notebooks with Papermill, then build the Jupyter Book.
+
+`notebooks/NN_name.ipynb` are the clean chapter sources. Each is executed by
+Papermill with parameters from a profile (`book/profiles/<profile>.toml`) into
+`book/chapters/NN_name.ipynb`, with that folder as the kernel's working
+directory, and `_toc.yml` points at those executed copies; `_config.yml` turns
+Jupyter Book's own execution off, so the book shows exactly what the profile run
+produced. Then `jupyter-book build` runs with warnings as errors.
+
+Profile files: a `[all]` table of parameters offered to every notebook (each
+notebook takes only the names its `parameters` cell declares) and one table per
+notebook (`[03_embeddings]`) whose every key must be declared there — a typo is
+an error, not a silently ignored setting.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import time
+import tomllib
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from tqdm.auto import tqdm
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+KERNEL_NAME = "memory-baseline"
+PROFILES = ("smoke", "full")
+
+
+class BookError(ValueError):
+    """Bad input: an unknown profile or notebook, a parameter a notebook does not declare."""
+
+
+class BookBuildFailed(RuntimeError):
+    """A chapter raised while executing, or Jupyter Book reported a warning or an error."""
+
+
+@dataclass(frozen=True)
+class ChapterRun:
+    name: str
+    output: Path
+    seconds: float
+    parameters: dict[str, Any]
+
+
+@dataclass
+class BookResult:
+    profile: str
+    chapters: list[ChapterRun] = field(default_factory=list)
+    placeholders: list[str] = field(default_factory=list)  # chapters copied unexecuted
+    build_seconds: float | None = None
+    index_html: Path | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "profile": self.profile,
+            "chapters": [{"name": c.name, "output": str(c.output), "seconds": round(c.seconds, 1),
+                          "parameters": c.parameters} for c in self.chapters],
+            "placeholders": self.placeholders,
+            "build_seconds": None if self.build_seconds is None else round(self.build_seconds, 1),
+            "index_html": str(self.index_html) if self.index_html else None,
+        }
+
+
+def notebook_sources(repo: Path = REPO_ROOT) -> list[Path]:
+    """The chapter notebooks, in chapter order (`NN_name.ipynb`)."""
+    return sorted(p for p in (repo / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+
+
+def chapters_dir(repo: Path = REPO_ROOT) -> Path:
+    return repo / "book" / "chapters"
+
+
+def select_notebooks(sources: list[Path], only: str | None) -> list[Path]:
+    """All notebooks, or the one `only` names (`03`, `03_embeddings` or `embeddings`)."""
+    if only is None:
+        return sources
+    wanted = only.removesuffix(".ipynb")
+    matches = [p for p in sources
+               if wanted in (p.stem, p.stem[:2], p.stem[3:])]
+    if len(matches) != 1:
+        names = ", ".join(p.stem for p in sources)
+        raise BookError(f"--only {only!r} names no single notebook; choose one of: {names}")
+    return matches
+
+
+def load_profile(profile: str, repo: Path = REPO_ROOT) -> tuple[Path, dict[str, Any]]:
+    """A profile by name (`smoke`, `full`) or by path to a TOML file."""
+    path = Path(profile)
+    if not path.suffix:
+        path = repo / "book" / "profiles" / f"{profile}.toml"
+    if not path.is_file():
+        raise BookError(f"no profile {profile!r}: expected {path} (profiles: {', '.join(PROFILES)})")
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise BookError(f"profile {path} is not valid TOML: {exc}") from exc
+    return path, data
+
+
+def declared_parameters(notebook: Path) -> dict[str, Any]:
+    """Names (and defaults as written) of a notebook's `parameters` cell."""
+    import papermill
+
+    declared = papermill.inspect_notebook(str(notebook))
+    if not declared:
+        raise BookError(f"{notebook.name} has no cell tagged `parameters`")
+    return declared
+
+
+def parameters_for(notebook: Path, profile: dict[str, Any]) -> dict[str, Any]:
+    declared = declared_parameters(notebook)
+    chosen = {k: v for k, v in profile.get("all", {}).items() if k in declared}
+    own = profile.get(notebook.stem, {})
+    unknown = sorted(set(own) - set(declared))
+    if unknown:
+        raise BookError(f"profile sets {unknown} for {notebook.stem}, which declares only "
+                        f"{sorted(declared)}")
+    chosen.update(own)
+    return chosen
+
+
+def known_tables(profile: dict[str, Any], sources: list[Path]) -> None:
+    names = {p.stem for p in sources} | {"all"}
+    unknown = sorted(set(profile) - names)
+    if unknown:
+        raise BookError(f"profile has tables for no notebook: {unknown}")
+
+
+def require_kernel() -> None:
+    from jupyter_client.kernelspec import KernelSpecManager
+
+    if KERNEL_NAME not in KernelSpecManager().find_kernel_specs():
+        raise BookError(
+            f"Jupyter kernel {KERNEL_NAME!r} is not installed: run `{sys.executable} -m ipykernel "
+            f"install --sys-prefix --name {KERNEL_NAME}` (scripts/install.sh does this)")
+
+
+def execute_notebook(source: Path, output: Path, parameters: dict[str, Any], *, progress: bool) -> float:
+    """Run one notebook with Papermill; the kernel's working directory is the output folder."""
+    import papermill
+    from papermill.exceptions import PapermillExecutionError
+
+    output.parent.mkdir(parents=True, exist_ok=True)
+    started = time.perf_counter()
+    try:
+        papermill.execute_notebook(
+            str(source), str(output), parameters=parameters, kernel_name=KERNEL_NAME,
+            cwd=str(output.parent), progress_bar=progress, log_output=False,
+        )
+    except PapermillExecutionError as exc:
+        raise BookBuildFailed(f"{source.name} failed in cell {exc.exec_count}: {exc.ename}: "
+                        f"{str(exc.evalue).splitlines()[0] if exc.evalue else ''} "
+                        f"(the executed notebook with the error is {output})") from exc
+    return time.perf_counter() - started
+
+
+def build_html(repo: Path = REPO_ROOT) -> Path:
+    """`jupyter-book build` of the repository root, warnings as errors; returns index.html.
+
+    The previous HTML is removed first: Sphinx never deletes a page whose source is
+    gone, and a stale page would be published (and checked) as if it were current.
+    """
+    shutil.rmtree(repo / "_build" / "html", ignore_errors=True)
+    executable = Path(sys.executable).parent / "jupyter-book"
+    command = [str(executable) if executable.exists() else "jupyter-book", "build", str(repo),
+               "--builder", "html", "--warningiserror", "--keep-going"]
+    completed = subprocess.run(command, cwd=repo, capture_output=True, text=True)
+    if completed.returncode != 0:
+        tail = "\n".join((completed.stdout + completed.stderr).strip().splitlines()[-25:])
+        raise BookBuildFailed(f"jupyter-book build failed (exit {completed.returncode}):\n{tail}")
+    index = repo / "_build" / "html" / "index.html"
+    if not index.is_file():
+        raise BookBuildFailed(f"jupyter-book reported success but {index} is missing")
+    return index
+
+
+def book(
+    profile: str = "smoke", only: str | None = None, *, execute: bool = True, build: bool = True,
+    progress: bool = True, repo: Path = REPO_ROOT,
+) -> BookResult:
+    """Execute the chapter notebooks under `profile` (all, or `only` one), then build the book.
+
+    A chapter that has never been executed and is not selected is copied in without
+    outputs, so `--only` still yields a complete book; the result lists those
+    placeholders. `book/chapters/_execution.json` records what ran, with which
+    parameters, and for how long.
+    """
+    profile_path, settings = load_profile(profile, repo)
+    sources = notebook_sources(repo)
+    if not sources:
+        raise BookError(f"no chapter notebooks in {repo / 'notebooks'}")
+    known_tables(settings, sources)
+    selected = select_notebooks(sources, only)
+    plans = [(source, parameters_for(source, settings)) for source in selected]
+    result = BookResult(profile=profile_path.stem)
+    target_dir = chapters_dir(repo)
+    target_dir.mkdir(parents=True, exist_ok=True)
+    if execute:
+        require_kernel()
+        bar = tqdm(plans, desc=f"book ({result.profile})", unit="chapter", disable=not progress)
+        for source, parameters in bar:
+            bar.set_postfix_str(source.stem)
+            output = target_dir / source.name
+            seconds = execute_notebook(source, output, parameters, progress=progress)
+            result.chapters.append(ChapterRun(source.stem, output, seconds, parameters))
+        bar.close()
+    for source in sources:
+        copy = target_dir / source.name
+        if not copy.exists():
+            shutil.copyfile(source, copy)
+            result.placeholders.append(source.stem)
+    _write_log(target_dir / "_execution.json", result, profile_path)
+    if build:
+        started = time.perf_counter()
+        result.index_html = build_html(repo)
+        result.build_seconds = time.perf_counter() - started
+        _write_log(target_dir / "_execution.json", result, profile_path)
+    return result
+
+
+def _write_log(path: Path, result: BookResult, profile_path: Path) -> None:
+    previous: dict[str, Any] = {}
+    if path.is_file():
+        try:
+            previous = json.loads(path.read_text(encoding="utf-8"))
+        except json.JSONDecodeError:
+            previous = {}
+    chapters = previous.get("chapters", {}) if isinstance(previous.get("chapters"), dict) else {}
+    for chapter in result.chapters:
+        chapters[chapter.name] = {"profile": result.profile, "seconds": round(chapter.seconds, 1),
+                                  "parameters": chapter.parameters,
+                                  "executed": datetime.now(UTC).isoformat()}
+    document = {"profile_file": str(profile_path.relative_to(REPO_ROOT))
+                if profile_path.is_relative_to(REPO_ROOT) else str(profile_path),
+                "chapters": chapters, "placeholders": result.placeholders,
+                "build_seconds": None if result.build_seconds is None else round(result.build_seconds, 1)}
+    path.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")

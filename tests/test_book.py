@@ -1,0 +1,177 @@
+"""The book: clean parameterised notebooks, a consistent table of contents and profiles,
+chapter 1 executing through Papermill, and the measures the chapters rely on."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import nbformat
+import pytest
+import yaml
+
+from memory_baseline import book, experiments
+from memory_baseline.context import ContextTrace, Passage
+from memory_baseline.retrieval import Candidate, PassageText, RetrievalResult, Stage
+from memory_instrument import AnswerSpec, EvidenceSpan, Task
+
+REPO = Path(__file__).resolve().parents[1]
+NOTEBOOKS = book.notebook_sources(REPO)
+
+
+def _tags(cell) -> list[str]:
+    return list(cell.get("metadata", {}).get("tags", []))
+
+
+def test_there_are_eight_chapters():
+    assert [p.stem[:2] for p in NOTEBOOKS] == [f"0{i}" for i in range(1, 9)]
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_notebook_has_title_then_parameters_cell_and_no_outputs(path):
+    notebook = nbformat.read(path, as_version=4)
+    nbformat.validate(notebook)
+    assert notebook.cells[0].cell_type == "markdown" and notebook.cells[0].source.startswith("# ")
+    assert "parameters" in _tags(notebook.cells[1]), "the cell after the title must be `parameters`"
+    assert sum("parameters" in _tags(c) for c in notebook.cells) == 1
+    assert notebook.metadata.kernelspec.name == book.KERNEL_NAME
+    for cell in notebook.cells:
+        if cell.cell_type == "code":
+            assert cell.outputs == [] and cell.execution_count is None, f"outputs committed in {path.name}"
+    declared = book.declared_parameters(path)
+    assert "runs_root" in declared
+
+
+def test_notebooks_match_their_generator(tmp_path):
+    """The .ipynb files are generated; an edit made only in the notebook would be lost."""
+    import importlib.util
+
+    generator = REPO / "notebooks" / "_build_notebooks.py"
+    spec = importlib.util.spec_from_file_location("build_notebooks", generator)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    for generated in module.build(tmp_path):
+        committed = REPO / "notebooks" / generated.name
+        assert generated.read_text(encoding="utf-8") == committed.read_text(encoding="utf-8"), (
+            f"{committed.name} differs from notebooks/_build_notebooks.py: rerun the generator")
+
+
+def test_every_notebook_and_page_is_in_the_toc():
+    toc = yaml.safe_load((REPO / "_toc.yml").read_text(encoding="utf-8"))
+    files = [toc["root"]] + [c["file"] for part in toc["parts"] for c in part["chapters"]]
+    chapters = [f for f in files if f.startswith("book/chapters/")]
+    assert chapters == [f"book/chapters/{p.stem}" for p in NOTEBOOKS]
+    for page in (f for f in files if not f.startswith("book/chapters/")):
+        assert (REPO / f"{page}.md").is_file(), f"{page}.md in _toc.yml does not exist"
+    config = yaml.safe_load((REPO / "_config.yml").read_text(encoding="utf-8"))
+    assert config["execute"]["execute_notebooks"] == "off"
+
+
+@pytest.mark.parametrize("profile", book.PROFILES)
+def test_profiles_only_set_declared_parameters(profile):
+    _, settings = book.load_profile(profile, REPO)
+    book.known_tables(settings, NOTEBOOKS)
+    for notebook in NOTEBOOKS:
+        book.parameters_for(notebook, settings)  # raises on a name the notebook does not declare
+
+
+def test_profile_typo_and_unknown_notebook_are_errors():
+    with pytest.raises(book.BookError, match="declares only"):
+        book.parameters_for(NOTEBOOKS[0], {"01_ingest": {"corpus_dri": "x"}})
+    with pytest.raises(book.BookError, match="names no single notebook"):
+        book.select_notebooks(NOTEBOOKS, "99_nothing")
+    assert book.select_notebooks(NOTEBOOKS, "embeddings")[0].stem == "03_embeddings"
+    with pytest.raises(book.BookError, match="no profile"):
+        book.load_profile("no-such-profile", REPO)
+
+
+def test_chapter_one_executes_with_smoke_parameters(tmp_path, index_name):
+    """Papermill runs chapter 1 end to end on the fixture; its run directory is complete."""
+    _, settings = book.load_profile("smoke", REPO)
+    parameters = book.parameters_for(NOTEBOOKS[0], settings)
+    runs_root = tmp_path / "runs"
+    parameters.update(index_name=index_name, runs_root=str(runs_root))
+    output = tmp_path / "out" / NOTEBOOKS[0].name
+    book.execute_notebook(NOTEBOOKS[0], output, parameters, progress=False)
+
+    executed = nbformat.read(output, as_version=4)
+    outputs = [o for c in executed.cells if c.cell_type == "code" for o in c.outputs]
+    assert not [o for o in outputs if o.output_type == "error"]
+    assert any("image/png" in o.get("data", {}) for o in outputs), "no figure was produced"
+    (run_dir,) = runs_root.glob("ingest-*")
+    manifest = json.loads((run_dir / "manifest.json").read_text(encoding="utf-8"))
+    assert manifest["status"] == "complete" and manifest["healthy"] is True
+    assert manifest["parameters"]["index_name"] == index_name
+    markdown = "".join(o["data"].get("text/markdown", "") for o in outputs if "data" in o)
+    assert f"Source: run `{run_dir.resolve()}`" in markdown, "captions must name the run directory"
+
+
+# -- the measures behind the chapters ---------------------------------------------------------
+
+
+def _task(evidence: list[tuple[str, str]], expected: tuple[str, ...]) -> Task:
+    return Task(id="t", question_type="provenance", query="why?", as_of=None, expected_sources=expected,
+                answer=AnswerSpec(must_include=(), must_not_include=(), abstain=False,
+                                  evidenced_negative=False,
+                                  evidence=tuple(EvidenceSpan(s, q) for s, q in evidence)))
+
+
+def test_evidence_is_covered_only_when_it_arrives_whole():
+    text = "The decision. " + "filler " * 20 + "The reason: 18 outages in one month."
+    quote = "18 outages in one month"
+    start = text.index(quote)
+    task = _task([("a.md", quote)], ("a.md",))
+    texts = {"a.md": text}
+    assert experiments.evidence_coverage(task, {"a.md": [(0, start + 5)]}, texts) == 0.0
+    # Two adjacent passages together hold the quote: it reached the reader.
+    assert experiments.evidence_coverage(task, {"a.md": [(0, start + 5), (start + 5, len(text))]},
+                                         texts) == 1.0
+    assert experiments.evidence_coverage(task, {"b.md": [(0, len(text))]}, texts) == 0.0
+    assert experiments._union_length([(0, 10), (5, 15), (20, 25)]) == 20
+
+
+def _trace(fused_sources: list[str], admitted: list[str], not_considered: list[str],
+           lexical: list[str]) -> tuple[RetrievalResult, ContextTrace]:
+    def stage(name: str, sources: list[str], **detail) -> Stage:
+        return Stage(name, tuple(Candidate(f"{s}#0", s, 1.0, i) for i, s in enumerate(sources, 1)), 0.0,
+                     detail)
+
+    passages = {f"{s}#0": PassageText(f"{s}#0", s, "text", None, "markdown", None, 0, 4)
+                for s in fused_sources}
+    stages = (stage("lexical", lexical), stage("dense", []), stage("fused", fused_sources),
+              stage("reranked", fused_sources, pass_through=True))
+    context = ContextTrace(
+        admitted=tuple(Passage(f"{s}#0", s, "text", None, "markdown", None, 1) for s in admitted),
+        duplicate_drops=(), budget_drops=(), quota_drops=(),
+        not_considered=tuple(f"{s}#0" for s in not_considered), truncated=None, prompt_tokens=10,
+        token_budget=100, max_passages=1, order="rank", oversize_policy="truncate", tokenizer="t")
+    return RetrievalResult("q", stages, passages, "rep"), context
+
+
+def test_loss_stage_follows_the_trace():
+    retrieval, context = _trace(["a.md", "b.md"], ["a.md"], ["b.md"], ["a.md", "b.md"])
+    indexed = {"a.md", "b.md", "c.md"}
+    assert experiments.loss_stage("a.md", indexed, retrieval, context, rerank_top_n=20) == \
+        "admitted but misread"
+    assert experiments.loss_stage("b.md", indexed, retrieval, context, rerank_top_n=20) == "fused out"
+    assert experiments.loss_stage("c.md", indexed, retrieval, context, rerank_top_n=20) == "not a candidate"
+    assert experiments.loss_stage("d.md", indexed, retrieval, context, rerank_top_n=20) == "never indexed"
+    task = _task([], ("a.md", "c.md"))
+    diagnosis = experiments.diagnose_case(task, False, indexed, retrieval, context, rerank_top_n=20)
+    assert diagnosis["stage"] == "not a candidate"  # the earliest loss decides
+
+
+def test_study_run_directory_is_fresh_and_complete(tmp_path):
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "a.md").write_text("hello", encoding="utf-8")
+    first = experiments.start_study(tmp_path / "runs", "demo", {"x": 1}, corpora={"c": corpus})
+    second = experiments.start_study(tmp_path / "runs", "demo", {"x": 1}, corpora={"c": corpus})
+    assert first.run_dir != second.run_dir
+    first.write_rows("table", [{"a": 1, "b": [1, 2]}, {"a": 2, "c": None}])
+    first.finish(note="done")
+    manifest = json.loads(first.manifest_path.read_text(encoding="utf-8"))
+    assert manifest["status"] == "complete" and manifest["tables"] == ["table.csv"]
+    assert manifest["corpora"]["c"]["digest"] == experiments.corpus_digest(corpus)
+    assert (first.run_dir / "table.csv").read_text(encoding="utf-8").splitlines()[0] == "a,b,c"
+    assert first.run_dir.name in first.caption("Table 1")
