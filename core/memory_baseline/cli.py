@@ -277,6 +277,110 @@ def _world_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--docs", type=int, required=True, help="20 to 100000")
 
 
+def cmd_book(args: argparse.Namespace) -> int:
+    from .book import BookBuildFailed, book
+
+    try:
+        result = book(profile=args.profile, only=args.only, build=not args.no_build,
+                      progress=not args.json)
+    except BookBuildFailed as exc:
+        print(f"memory-baseline: book failed: {str(exc).strip().splitlines()[0]}", file=sys.stderr)
+        return EXIT_FAILED_CHECK
+    if args.json:
+        emit_json(result.to_dict())
+    else:
+        print(f"book built: {result.index_html}")
+    return EXIT_OK
+
+
+def _book_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--profile", default="smoke", help="smoke, full, or a TOML profile file")
+    parser.add_argument("--only", default=None, help="execute one notebook (e.g. 03 or embeddings)")
+    parser.add_argument("--no-build", action="store_true", help="execute notebooks, skip the build")
+
+
+def _split_conditions(value: str) -> list[str]:
+    names = [n.strip() for n in value.split(",") if n.strip()]
+    if not names:
+        raise UsageError("--conditions needs at least one name")
+    return names
+
+
+def cmd_evaluate(args: argparse.Namespace) -> int:
+    from .evaluation import report_text, run_evaluation
+    from .server import connect
+
+    config = load_config(args)
+    with connect() as conn:
+        run_dir = run_evaluation(
+            conn, config, args.tasks, args.corpus, _split_conditions(args.conditions),
+            runs_root=args.runs_root, reader_name=args.reader, reranker_name=args.rerank_with,
+            limit=args.limit, split=args.split, resume=args.resume, progress=not args.json,
+        )
+    if args.json:
+        emit_json({"run_dir": str(run_dir)})
+    else:
+        print(report_text(run_dir))
+        print(f"\nrun directory: {run_dir}")
+    return EXIT_OK
+
+
+def _evaluate_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--tasks", required=True, help="task file (JSON), outside the corpus")
+    parser.add_argument("--corpus", required=True, help="the history folder the tasks are about")
+    parser.add_argument("--conditions", required=True,
+                        help="comma-separated, e.g. no-memory,lexical,dense,hybrid,hybrid-reranked,"
+                             "best,oracle-span,oracle-source,full-history")
+    parser.add_argument("--reader", default=None, help="reader for every condition")
+    parser.add_argument("--rerank-with", default="llm-qwen-0.5b",
+                        help="reranker of the hybrid-reranked condition")
+    parser.add_argument("--runs-root", default="runs")
+    parser.add_argument("--limit", type=int, default=None, help="first N tasks only")
+    parser.add_argument("--split", default=None, help="only tasks whose metadata.split is this")
+    parser.add_argument("--resume", default=None, help="continue an interrupted run directory")
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from .evaluation import report_document, report_text
+
+    if not Path(args.run_dir).is_dir():
+        raise UsageError(f"{args.run_dir} is not a run directory")
+    if args.json:
+        emit_json(report_document(args.run_dir))
+    else:
+        print(report_text(args.run_dir))
+    return EXIT_OK
+
+
+def cmd_beir(args: argparse.Namespace) -> int:
+    from .beir import format_beir, run_beir
+    from .server import connect
+
+    config = load_config(args)
+    with connect() as conn:
+        document = run_beir(conn, config, args.dir, _split_conditions(args.conditions),
+                            split=args.split, runs_root=args.runs_root, depth=args.depth,
+                            max_queries=args.max_queries, rrf_sweep=args.rrf_sweep,
+                            progress=not args.json)
+    if args.json:
+        emit_json(document)
+    else:
+        print(format_beir(document))
+    return EXIT_OK
+
+
+def _beir_options(parser: argparse.ArgumentParser) -> None:
+    from .beir import DEFAULT_BEIR_CONDITIONS
+
+    parser.add_argument("dir", help="a BEIR folder: corpus.jsonl, queries.jsonl, qrels/")
+    parser.add_argument("--conditions", default=",".join(DEFAULT_BEIR_CONDITIONS))
+    parser.add_argument("--split", default="test")
+    parser.add_argument("--runs-root", default="runs")
+    parser.add_argument("--depth", type=int, default=100)
+    parser.add_argument("--max-queries", type=int, default=None)
+    parser.add_argument("--rrf-sweep", action="store_true", help="RRF k sweep on a dev split")
+
+
 CommandTable = dict[str, tuple[Callable[[argparse.Namespace], int], Callable[[argparse.ArgumentParser], None], str]]  # noqa: E501
 
 
@@ -309,6 +413,13 @@ COMMANDS: CommandTable = {
             "answer a question with citations from the index"),
     "world": (cmd_world, _world_options,
               "generate a controlled world (history, ledger, tasks) deterministically"),
+    "evaluate": (cmd_evaluate, _evaluate_options,
+                 "run the condition ladder on a task file and write a run directory"),
+    "report": (cmd_report, lambda p: p.add_argument("run_dir"),
+               "print the scorecard of a run directory"),
+    "beir": (cmd_beir, _beir_options, "retrieval quality on a BEIR folder (nDCG@10, R@100, MRR@10)"),
+    "book": (cmd_book, _book_options,
+             "execute every notebook with Papermill, then build the Jupyter Book"),
     "server": (cmd_server,
                lambda p: p.add_argument("action", choices=["status", "start", "stop"]),
                "the embedded PostgreSQL server"),
