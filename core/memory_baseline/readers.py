@@ -7,27 +7,45 @@ not answer. Every reader renders its prompt through it and counts tokens with
 its own tokenizer; context assembly uses that same count, so the budget in
 the trace is the prompt the reader really received.
 
-Citations are parsed from the answer text; an id that was not admitted is
-flagged in `Answer.unknown_citations` (and removed from `citations`), never
-silently kept.
+Citations are parsed from the answer text (bracketed ids, also ``[source: a, b]``
+and ``(source: a)``; fenced code is work product, not claims, and is left
+alone). An id that was not admitted goes to `Answer.unknown_citations`, never
+into `citations`. The LLM readers also enforce it: the unknown id is removed
+from the returned text (the model's own text stays in ``extra["raw_text"]``),
+so no answer they return cites evidence the reader never saw. A bare file name
+that names exactly one admitted source (``[adr-007.md]``) is rewritten to that
+source's id and recorded in ``extra["resolved_citations"]``.
 
 Readers:
 
+- ``qwen-1.5b`` (default), ``qwen-0.5b``, ``smollm2``: a GGUF model from
+  `memory_baseline.models`, run in-process by xllamacpp at temperature 0 with a
+  fixed seed; its own tokenizer and chat template count the prompt.
+- ``ollama`` (model from `ReaderConfig.ollama_model`) or ``ollama:<model>``: a
+  model on the Ollama server at ``OLLAMA_HOST``; the server counts the prompt.
 - ``extractive``: no LLM. Picks the sentences of the admitted passages that
   share the most content words with the question and cites them; abstains
   when nothing overlaps enough. A transparent floor for reader comparisons
   and fast enough for CI.
+
+LLM answers are cached by reader identity and exact prompt
+(`memory_baseline.answer_cache`); a hit is marked `Answer.cached` and
+``extra["cache"]``, costs no model call, and keeps the original token counts.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from functools import cache
-from typing import Protocol
+from typing import Any, Protocol
 
+from .answer_cache import AnswerCache, cache_key
 from .config import ReaderConfig
 from .context import Passage
 
@@ -37,14 +55,28 @@ SYSTEM_PROMPT = (
     "You answer questions about a software project's history. Use only the sources "
     "provided; do not rely on outside knowledge.\n"
     "Rules:\n"
+    # The example id is deliberately no corpus's id, so it cannot nudge the model
+    # towards a real source.
     "1. After each claim, cite the source id it comes from in square brackets, e.g. "
-    "[decisions/adr-007.md]. Cite only ids listed in the sources.\n"
+    "[path/to/file.md]. Cite only ids listed in the sources.\n"
     "2. Keep proposals apart from decisions: if something was only proposed, say so; if it "
     "was rejected or superseded, say that, with the date.\n"
     "3. When the question gives a date, answer for that date.\n"
     f"4. If the sources do not answer the question, reply exactly: {INSUFFICIENT}.\n"
     "Be brief."
 )
+# Repeated after the question: small models follow the instruction nearest the end best.
+ANSWER_REMINDER = (
+    "Cite the source id in square brackets after each claim. If the sources do not answer "
+    f"the question, reply exactly: {INSUFFICIENT}."
+)
+# Recorded in every LLM reader's identity: a changed template is a different reader.
+PROMPT_TEMPLATE_SHA256 = hashlib.sha256(
+    (SYSTEM_PROMPT + ANSWER_REMINDER).encode("utf-8")).hexdigest()[:16]
+
+
+class ReaderError(ValueError):
+    """A reader cannot run: unknown name, server unreachable, prompt too long."""
 
 
 def render_passage(passage: Passage) -> str:
@@ -66,6 +98,7 @@ def build_messages(query: str, passages: Sequence[Passage], as_of: str | None) -
     else:
         parts.append("Sources: (none)")
     parts.append(f"Question: {query.strip()}")
+    parts.append(ANSWER_REMINDER)
     return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": "\n\n".join(parts)}]
 
 
@@ -73,17 +106,17 @@ def build_messages(query: str, passages: Sequence[Passage], as_of: str | None) -
 class Usage:
     prompt_tokens: int = 0
     completion_tokens: int = 0
-    calls: int = 0
-    seconds: float = 0.0
-    prompt_seconds: float = 0.0
-    generation_seconds: float = 0.0
+    calls: int = 0  # model calls made for this answer (0 for a cache hit or no model)
+    seconds: float = 0.0  # wall time of this answer as the caller experienced it
+    prompt_seconds: float = 0.0  # runtime's timing of prompt processing
+    generation_seconds: float = 0.0  # runtime's timing of token generation
 
 
 @dataclass(frozen=True)
 class Answer:
     text: str
-    citations: tuple[str, ...]
-    unknown_citations: tuple[str, ...]
+    citations: tuple[str, ...]  # admitted source ids only, in order of first citation
+    unknown_citations: tuple[str, ...]  # cited ids that were not admitted (flagged)
     abstained: bool
     usage: Usage
     reader: dict
@@ -94,30 +127,102 @@ class Answer:
         return asdict(self)
 
 
-_CITATION = re.compile(r"\[(?:source:\s*)?([^\[\]\s,;]+(?:\s*[,;]\s*[^\[\]\s,;]+)*)\]")
+def is_abstention(text: str) -> bool:
+    return INSUFFICIENT in text.lower()
+
+
+# -- citations ------------------------------------------------------------------
+
+_FENCED_BLOCK = re.compile(r"(```.*?```)", re.DOTALL)
+# A bracket not followed by "(" (that would be a markdown link), or "(source: ...)".
+_BRACKET = re.compile(r"(?P<lead>[ \t]*)\[(?P<inner>[^\[\]\n]+)\](?!\()")
+_PAREN_SOURCE = re.compile(r"(?P<lead>[ \t]*)\((?P<inner>\s*sources?\s*:[^()\n]+)\)", re.IGNORECASE)
+_LABEL = re.compile(r"^\s*(?:sources?|src)\s*:\s*", re.IGNORECASE)
+_ID_SHAPE = re.compile(r"[\w.\-@]+(?:/[\w.\-@]+)*(?:#[\w.\-:]+)?")
+_EXTENSION = re.compile(r"\.[A-Za-z][A-Za-z0-9]{0,7}$")
+
+
+def _looks_like_id(candidate: str) -> bool:
+    """Source ids are paths: they have a folder, an extension, or a git ``@sha``."""
+    if not _ID_SHAPE.fullmatch(candidate):
+        return False
+    path = candidate.split("#", 1)[0]
+    return "/" in path or "@" in path or bool(_EXTENSION.search(path))
+
+
+@dataclass(frozen=True)
+class CitationCheck:
+    """The citations of one answer, checked against the admitted passages."""
+
+    text: str  # the answer text; with enforcement, unknown ids removed
+    citations: tuple[str, ...]
+    unknown: tuple[str, ...]
+    resolved: dict[str, str]  # short form written by the model -> admitted source id
+
+
+def check_citations(text: str, passages: Sequence[Passage], *, enforce: bool) -> CitationCheck:
+    """Parse and check the citations of `text`; with `enforce`, drop unknown ids from it."""
+    by_id = {p.source_id: p.source_id for p in passages} | {p.chunk_id: p.source_id for p in passages}
+    sources = list(dict.fromkeys(p.source_id for p in passages))
+    cited: dict[str, None] = {}
+    unknown: dict[str, None] = {}
+    resolved: dict[str, str] = {}
+
+    def admitted_id(candidate: str) -> str | None:
+        if candidate in by_id:
+            return candidate
+        tails = [s for s in sources if s.endswith("/" + candidate)]
+        if len(tails) == 1:  # a bare file name that names exactly one admitted source
+            resolved[candidate] = tails[0]
+            return tails[0]
+        return None
+
+    def rewrite(match: re.Match[str], opening: str, closing: str) -> str:
+        inner = match.group("inner")
+        label = _LABEL.match(inner)
+        prefix = label.group(0) if label else ""
+        parts = [part.strip() for part in re.split(r"[,;]", inner[len(prefix):])]
+        if not any(_looks_like_id(part.strip("`'\"")) for part in parts):
+            return match.group(0)  # an ordinary bracket, not a citation
+        kept: list[str] = []
+        for part in parts:
+            candidate = part.strip("`'\"")
+            if not _looks_like_id(candidate):
+                kept.append(part)
+                continue
+            found = admitted_id(candidate)
+            if found is None:
+                unknown.setdefault(candidate, None)
+                if not enforce:
+                    kept.append(part)
+                continue
+            cited.setdefault(by_id[found], None)
+            kept.append(found if candidate in resolved else part)
+        if not kept:
+            return ""
+        return f"{match.group('lead')}{opening}{prefix}{', '.join(kept)}{closing}"
+
+    def rewrite_prose(prose: str) -> str:
+        prose = _BRACKET.sub(lambda m: rewrite(m, "[", "]"), prose)
+        return _PAREN_SOURCE.sub(lambda m: rewrite(m, "(", ")"), prose)
+
+    pieces = _FENCED_BLOCK.split(text)
+    checked = "".join(piece if piece.startswith("```") else rewrite_prose(piece) for piece in pieces)
+    return CitationCheck(
+        text=checked if enforce else text, citations=tuple(cited), unknown=tuple(unknown),
+        resolved=resolved,
+    )
 
 
 def parse_citations(text: str) -> list[str]:
-    """Source ids cited as ``[path]`` (also ``[source: path]`` and ``[a, b]``), in order."""
-    found: dict[str, None] = {}
-    for match in _CITATION.finditer(text):
-        for item in re.split(r"\s*[,;]\s*", match.group(1)):
-            item = item.strip().strip("`'\"")
-            if "/" in item or re.search(r"\.[A-Za-z0-9]{1,6}(@|$)", item) or "@" in item:
-                found.setdefault(item, None)
-    return list(found)
+    """Source ids cited in `text` (``[path]``, ``[a, b]``, ``[source: a]``), in order."""
+    return list(check_citations(text, [], enforce=False).unknown)
 
 
 def split_citations(text: str, passages: Sequence[Passage]) -> tuple[list[str], list[str]]:
-    """(admitted citations, unknown citations) of an answer text."""
-    admitted = {p.source_id for p in passages} | {p.chunk_id for p in passages}
-    cited = parse_citations(text)
-    known = [c.split("#", 1)[0] if c in admitted else c for c in cited if c in admitted]
-    return list(dict.fromkeys(known)), [c for c in cited if c not in admitted]
-
-
-def is_abstention(text: str) -> bool:
-    return INSUFFICIENT in text.lower()
+    """(admitted citations as source ids, unknown citations) of an answer text."""
+    checked = check_citations(text, passages, enforce=False)
+    return list(checked.citations), list(checked.unknown)
 
 
 class Reader(Protocol):
@@ -129,6 +234,256 @@ class Reader(Protocol):
         ...
 
     def answer(self, query: str, passages: Sequence[Passage], as_of: str | None) -> Answer: ...
+
+
+# -- LLM readers: shared generation, enforcement and caching ----------------------------
+
+@dataclass(frozen=True)
+class _Generation:
+    """What one model call produced, in the shape the cache stores."""
+
+    raw_text: str
+    prompt_tokens: int
+    completion_tokens: int
+    seconds: float
+    prompt_seconds: float
+    generation_seconds: float
+    finish_reason: str
+
+
+def _answer_from(
+    generation: _Generation, passages: Sequence[Passage], identity: dict, *, cached: bool,
+    seconds: float, cache_info: dict,
+) -> Answer:
+    checked = check_citations(generation.raw_text, passages, enforce=True)
+    text = checked.text.strip()
+    extra: dict[str, Any] = {"raw_text": generation.raw_text, "finish_reason": generation.finish_reason,
+                             "cache": cache_info}
+    if checked.unknown:
+        extra["removed_citations"] = list(checked.unknown)
+    if checked.resolved:
+        extra["resolved_citations"] = dict(checked.resolved)
+    if cached:
+        # Tokens describe the answer and stay; no model ran, so no call and no model time.
+        usage = Usage(generation.prompt_tokens, generation.completion_tokens, calls=0, seconds=seconds)
+    else:
+        usage = Usage(generation.prompt_tokens, generation.completion_tokens, calls=1, seconds=seconds,
+                      prompt_seconds=generation.prompt_seconds,
+                      generation_seconds=generation.generation_seconds)
+    return Answer(
+        text=text, citations=checked.citations, unknown_citations=checked.unknown,
+        abstained=is_abstention(text), usage=usage, reader=identity, cached=cached, extra=extra,
+    )
+
+
+def _cached_or_generated(
+    cache_store: AnswerCache | None, identity: dict, prompt: str, settings: dict,
+    passages: Sequence[Passage], generate: Callable[[], _Generation], started: float,
+) -> Answer:
+    """Serve the answer from the cache when the exact prompt was answered before, else generate."""
+    if cache_store is None:
+        generation = generate()
+        return _answer_from(generation, passages, identity, cached=False,
+                            seconds=time.perf_counter() - started, cache_info={"enabled": False})
+    key = cache_key(identity, prompt, settings)
+    record = cache_store.get(key, prompt)
+    try:
+        generation = _Generation(**record["generation"]) if record is not None else None
+    except (KeyError, TypeError):
+        generation = None  # a record of another shape is a miss; the put below replaces it
+    if generation is not None:
+        info = {"enabled": True, "hit": True, "key": key,
+                "original_seconds": round(generation.seconds, 4)}
+        return _answer_from(generation, passages, identity, cached=True,
+                            seconds=time.perf_counter() - started, cache_info=info)
+    generation = generate()
+    cache_store.put(key, prompt, {"reader": identity, "settings": settings,
+                                  "generation": asdict(generation)})
+    return _answer_from(generation, passages, identity, cached=False,
+                        seconds=time.perf_counter() - started,
+                        cache_info={"enabled": True, "hit": False, "key": key})
+
+
+def _answer_cache(config: ReaderConfig, given: AnswerCache | None) -> AnswerCache | None:
+    if not config.cache:
+        return None
+    return given if given is not None else AnswerCache()
+
+
+class LocalLLMReader:
+    """A GGUF model run in-process by xllamacpp; its tokenizer counts the prompt.
+
+    The model loads on first use and is shared with every other stage of the
+    process (`models.get_llm`). Decoding is greedy (temperature 0 by default)
+    with a fixed seed, so the same prompt gives the same answer.
+    """
+
+    def __init__(self, config: ReaderConfig, model: str, *, cache: AnswerCache | None = None) -> None:
+        from .models import assemble_gguf, get_spec, model_identity
+
+        spec = get_spec(model)
+        assemble_gguf(spec)  # fail now, in one line, if the weights are missing or corrupt
+        if not 0 < config.context_window <= spec.context_length:
+            raise ReaderError(f"reader {model}: context_window must be between 1 and "
+                              f"{spec.context_length}, got {config.context_window}")
+        self.config = config
+        self.model = model
+        self.tokenizer_name = f"{model} GGUF tokenizer ({spec.upstream})"
+        self.identity = {
+            "name": model, "kind": "local-gguf", "model": model_identity(model),
+            "n_ctx": config.context_window, "temperature": config.temperature, "seed": config.seed,
+            "max_answer_tokens": config.max_answer_tokens, "prompt_template": PROMPT_TEMPLATE_SHA256,
+        }
+        self._cache = _answer_cache(config, cache)
+
+    @property
+    def llm(self):
+        from .models import get_llm
+
+        # Threads apply to the first load of the model in this process only.
+        return get_llm(self.model, n_ctx=self.config.context_window,
+                       n_threads=self.config.threads or None)
+
+    def count_prompt_tokens(self, messages: list[dict]) -> int:
+        return self.llm.count_chat_tokens(messages)
+
+    def answer(self, query: str, passages: Sequence[Passage], as_of: str | None) -> Answer:
+        started = time.perf_counter()
+        messages = build_messages(query, passages, as_of)
+        llm = self.llm
+        prompt = llm.render_chat(messages)
+        prompt_tokens = llm.count_chat_tokens(messages)
+        room = self.config.context_window - prompt_tokens
+        if room < 1:
+            raise ReaderError(f"reader {self.model}: the prompt needs {prompt_tokens} tokens, the "
+                              f"context window holds {self.config.context_window}")
+        settings = {"max_tokens": min(self.config.max_answer_tokens, room),
+                    "temperature": self.config.temperature, "seed": self.config.seed}
+
+        def generate() -> _Generation:
+            completion = llm.chat(messages, **settings)
+            return _Generation(
+                raw_text=completion.text, prompt_tokens=completion.prompt_tokens,
+                completion_tokens=completion.completion_tokens, seconds=completion.seconds,
+                prompt_seconds=completion.prompt_seconds,
+                generation_seconds=completion.generation_seconds,
+                finish_reason=completion.finish_reason,
+            )
+
+        return _cached_or_generated(self._cache, self.identity, prompt, settings, passages,
+                                    generate, started)
+
+
+DEFAULT_OLLAMA_HOST = "http://127.0.0.1:11434"
+
+
+class OllamaReader:
+    """A chat model on an Ollama server (``OLLAMA_HOST``), through the `ollama` client.
+
+    Construction asks the server about the model, so an unreachable server or a
+    model that was never pulled fails at once with one line. Ollama has no
+    tokenizer endpoint; the exact prompt size is the server's own
+    ``prompt_eval_count`` for a one-token completion of the same messages
+    (remembered per prompt, since assembly asks about the same prompt often).
+    """
+
+    CONNECT_TIMEOUT_SECONDS = 3.0
+    REQUEST_TIMEOUT_SECONDS = 900.0
+
+    def __init__(self, config: ReaderConfig, model: str | None = None, *,
+                 cache: AnswerCache | None = None) -> None:
+        import httpx
+        import ollama
+
+        self.config = config
+        self.model = model or config.ollama_model
+        self.host = os.environ.get("OLLAMA_HOST") or DEFAULT_OLLAMA_HOST
+        self._client = ollama.Client(
+            host=self.host,
+            timeout=httpx.Timeout(self.REQUEST_TIMEOUT_SECONDS, connect=self.CONNECT_TIMEOUT_SECONDS),
+        )
+        # A refused connection arrives as ConnectionError, other transport trouble as
+        # httpx errors, a server-side refusal (model not pulled) as ollama.ResponseError.
+        self._transport_errors: tuple[type[Exception], ...] = (ConnectionError, httpx.HTTPError)
+        self._server_error: type[Exception] = ollama.ResponseError
+        details = self._call(self._client.show, self.model)
+        self.tokenizer_name = f"ollama {self.model} (server-side count)"
+        self.identity = {
+            "name": "ollama", "kind": "ollama", "model": self.model, "digest": self._digest(),
+            "template_sha256": hashlib.sha256((details.template or "").encode()).hexdigest()[:16],
+            "n_ctx": config.context_window, "temperature": config.temperature, "seed": config.seed,
+            "max_answer_tokens": config.max_answer_tokens, "prompt_template": PROMPT_TEMPLATE_SHA256,
+        }
+        self._cache = _answer_cache(config, cache)
+        self._counts: dict[str, int] = {}
+
+    def _call(self, function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        try:
+            return function(*args, **kwargs)
+        except self._transport_errors as exc:
+            raise ReaderError(
+                f"ollama reader: no Ollama server answered at {self.host} "
+                f"({type(exc).__name__}); start `ollama serve` or set OLLAMA_HOST"
+            ) from None
+        except self._server_error as exc:
+            detail = (getattr(exc, "error", "") or "no reason given").splitlines()[0]
+            hint = f"; try `ollama pull {self.model}`" if "not found" in detail else ""
+            raise ReaderError(
+                f"ollama reader: the server at {self.host} refused model {self.model!r}: "
+                f"{detail}{hint}"
+            ) from None
+
+    def _digest(self) -> str:
+        """The server's digest of the model: a tag like `latest` can move, a digest cannot."""
+        listing = self._call(self._client.list)
+        wanted = {self.model, f"{self.model}:latest"}
+        for entry in listing.models:
+            if entry.model in wanted and entry.digest:
+                return f"sha256:{entry.digest}"
+        return "unknown"
+
+    def _options(self, num_predict: int) -> dict[str, Any]:
+        return {"temperature": self.config.temperature, "seed": self.config.seed,
+                "num_ctx": self.config.context_window, "num_predict": num_predict}
+
+    def count_prompt_tokens(self, messages: list[dict]) -> int:
+        key = json.dumps(messages, sort_keys=True)
+        if key not in self._counts:
+            reply = self._call(self._client.chat, model=self.model, messages=messages,
+                               options=self._options(1))
+            self._counts[key] = int(reply.prompt_eval_count or 0)
+        return self._counts[key]
+
+    def answer(self, query: str, passages: Sequence[Passage], as_of: str | None) -> Answer:
+        started = time.perf_counter()
+        messages = build_messages(query, passages, as_of)
+        prompt_tokens = self.count_prompt_tokens(messages)
+        room = self.config.context_window - prompt_tokens
+        if room < 1:
+            # Ollama would silently cut the prompt to fit; refuse instead.
+            raise ReaderError(f"ollama reader: the prompt needs {prompt_tokens} tokens, the "
+                              f"context window holds {self.config.context_window}")
+        max_tokens = min(self.config.max_answer_tokens, room)
+        settings = {"max_tokens": max_tokens, "temperature": self.config.temperature,
+                    "seed": self.config.seed}
+
+        def generate() -> _Generation:
+            t0 = time.perf_counter()
+            reply = self._call(self._client.chat, model=self.model, messages=messages,
+                               options=self._options(max_tokens))
+            return _Generation(
+                raw_text=reply.message.content or "", prompt_tokens=int(reply.prompt_eval_count or 0),
+                completion_tokens=int(reply.eval_count or 0), seconds=time.perf_counter() - t0,
+                prompt_seconds=(reply.prompt_eval_duration or 0) / 1e9,
+                generation_seconds=(reply.eval_duration or 0) / 1e9,
+                finish_reason=str(reply.done_reason or ""),
+            )
+
+        # Ollama renders its template server-side; the messages plus the template hash
+        # in the identity pin the prompt exactly.
+        prompt = json.dumps(messages, sort_keys=True, ensure_ascii=False)
+        return _cached_or_generated(self._cache, self.identity, prompt, settings, passages,
+                                    generate, started)
 
 
 # -- extractive ---------------------------------------------------------------
@@ -211,10 +566,27 @@ class ExtractiveReader:
         )
 
 
-READERS = {"extractive": "best-overlapping sentences of the admitted passages (no LLM)"}
+READERS = {
+    "qwen-1.5b": "Qwen2.5-Coder 1.5B instruct Q4_K_M, local through xllamacpp (default)",
+    "qwen-0.5b": "Qwen2.5-Coder 0.5B instruct Q4_K_M, local through xllamacpp",
+    "smollm2": "SmolLM2 135M instruct Q4_1, local through xllamacpp (smoke tests)",
+    "ollama": "the Ollama server at OLLAMA_HOST, model from reader.ollama_model "
+              "(or name it: ollama:<model>)",
+    "extractive": "best-overlapping sentences of the admitted passages (no LLM)",
+}
 
 
-def get_reader(config: ReaderConfig) -> Reader:
-    if config.name == "extractive":
+def get_reader(config: ReaderConfig, *, cache: AnswerCache | None = None) -> Reader:
+    """The reader named by `config.name`; `cache` overrides the default answer-cache folder."""
+    from .models import GGUF_MODELS
+
+    name = config.name
+    if name == "extractive":
         return ExtractiveReader(config)
-    raise ValueError(f"unknown reader {config.name!r}; choose one of {sorted(READERS)}")
+    if name in GGUF_MODELS:
+        return LocalLLMReader(config, name, cache=cache)
+    if name == "ollama":
+        return OllamaReader(config, cache=cache)
+    if name.startswith("ollama:") and len(name) > len("ollama:"):
+        return OllamaReader(config, name.removeprefix("ollama:"), cache=cache)
+    raise ReaderError(f"unknown reader {name!r}; choose one of {sorted(READERS)} or ollama:<model>")
