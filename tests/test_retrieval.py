@@ -9,7 +9,7 @@ import pytest
 from memory_baseline import cli
 from memory_baseline.baseline import Baseline, prompt_counter
 from memory_baseline.config import ContextConfig, ReaderConfig
-from memory_baseline.context import assemble, candidates_in_order
+from memory_baseline.context import Passage, assemble, candidates_in_order
 from memory_baseline.readers import ExtractiveReader, build_messages
 from memory_baseline.refresh import sync
 from memory_baseline.retrieval import Candidate, reciprocal_rank_fusion
@@ -115,7 +115,10 @@ def test_oversize_first_passage_is_truncated_or_dropped_by_policy(conn, config, 
     retrieval, _ = base.search(query)
     candidates = candidates_in_order(retrieval)
     count = prompt_counter(reader, query, None)
-    tight = count([]) + 25  # room for a fragment of one passage only
+    first = candidates[0]
+    stub = Passage(first.chunk_id, first.source_id, "", first.section, first.kind,
+                   first.artifact_date, 1)
+    tight = count([stub]) + 25  # room for a fragment of one passage only
     truncated = assemble(candidates, ContextConfig(token_budget=tight), count, tokenizer="wp")
     assert truncated.truncated == candidates[0].chunk_id
     assert truncated.admitted[0].truncated and truncated.prompt_tokens <= tight

@@ -71,9 +71,6 @@ ANSWER_REMINDER = (
     f"the question, reply exactly: {INSUFFICIENT}."
 )
 # Recorded in every LLM reader's identity: a changed template is a different reader.
-PROMPT_TEMPLATE_SHA256 = hashlib.sha256(
-    (SYSTEM_PROMPT + ANSWER_REMINDER).encode("utf-8")).hexdigest()[:16]
-
 
 class ReaderError(ValueError):
     """A reader cannot run: unknown name, server unreachable, prompt too long."""
@@ -88,18 +85,36 @@ def render_passage(passage: Passage) -> str:
     return f"### Source [{passage.source_id}] ({', '.join(details)})\n{passage.text.strip()}"
 
 
+# With no history at all (the no-memory condition, or an empty index) the reader is
+# not told to refuse: "no memory" means no retrieved project history, not empty model
+# weights, so it answers from general knowledge and says that it did.
+SYSTEM_PROMPT_NO_HISTORY = (
+    "You help with a software project, but no project history is available for this "
+    "question. Answer from general knowledge, say briefly that no project records were "
+    "consulted, and when a configuration or code is asked for, write it in a fenced code "
+    "block. Be brief."
+)
+
+
 def build_messages(query: str, passages: Sequence[Passage], as_of: str | None) -> list[dict]:
     """The one prompt template: a system message and a user message with the sources."""
     parts = []
     if as_of:
         parts.append(f"The question is asked as of {as_of}.")
-    if passages:
-        parts.append("Sources:\n\n" + "\n\n".join(render_passage(p) for p in passages))
-    else:
-        parts.append("Sources: (none)")
+    if not passages:
+        parts.append(f"Question: {query.strip()}")
+        return [{"role": "system", "content": SYSTEM_PROMPT_NO_HISTORY},
+                {"role": "user", "content": "\n\n".join(parts)}]
+    parts.append("Sources:\n\n" + "\n\n".join(render_passage(p) for p in passages))
     parts.append(f"Question: {query.strip()}")
     parts.append(ANSWER_REMINDER)
     return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": "\n\n".join(parts)}]
+
+
+# Recorded in every LLM reader's identity: a changed template is a different reader.
+PROMPT_TEMPLATE_SHA256 = hashlib.sha256(
+    (SYSTEM_PROMPT + SYSTEM_PROMPT_NO_HISTORY + ANSWER_REMINDER).encode("utf-8")
+).hexdigest()[:16]
 
 
 @dataclass(frozen=True)
