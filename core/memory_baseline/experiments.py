@@ -22,7 +22,6 @@ import os
 import platform
 import secrets
 import statistics
-import subprocess
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -35,11 +34,11 @@ from tqdm.auto import tqdm
 
 from memory_instrument import Task, load_tasks, stage_metrics
 
-from . import __version__
 from .baseline import Baseline
 from .chunking import CHUNKER_VERSIONS, chunk_text
 from .config import ChunkingConfig, Config
 from .context import ContextTrace
+from .evaluation import code_version, corpus_digest
 from .health import check_health
 from .ingest import discover
 from .readers import Reader, get_reader
@@ -75,32 +74,6 @@ def display_path(path: str | Path) -> str:
         return resolved.relative_to(REPO_ROOT).as_posix()
     except ValueError:
         return str(resolved)
-
-
-def code_version() -> dict[str, Any]:
-    """Package version and, in a git checkout, the commit and whether the tree had edits."""
-    version: dict[str, Any] = {"package": __version__}
-    try:
-        commit = subprocess.run(["git", "-C", str(REPO_ROOT), "rev-parse", "HEAD"],
-                                capture_output=True, text=True, timeout=10, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", str(REPO_ROOT), "status", "--porcelain", "--", "core"],
-                               capture_output=True, text=True, timeout=10, check=True).stdout.strip()
-        version.update(commit=commit, core_modified=bool(dirty))
-    except (OSError, subprocess.SubprocessError):
-        version["commit"] = None
-    return version
-
-
-def corpus_digest(root: str | Path) -> str:
-    """sha256 over every file's relative path and bytes, in path order (same rule as worlds)."""
-    base = Path(root)
-    digest = hashlib.sha256()
-    for path in sorted((p for p in base.rglob("*") if p.is_file()),
-                       key=lambda p: p.relative_to(base).as_posix()):
-        digest.update(path.relative_to(base).as_posix().encode("utf-8") + b"\0")
-        digest.update(path.read_bytes())
-        digest.update(b"\0")
-    return digest.hexdigest()
 
 
 def _jsonable(value: Any) -> Any:
