@@ -381,6 +381,23 @@ def _beir_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--rrf-sweep", action="store_true", help="RRF k sweep on a dev split")
 
 
+def cmd_bench(args: argparse.Namespace) -> int:
+    from .bench import run_benchmark
+
+    document = run_benchmark(args)
+    if args.json:
+        emit_json(document)
+    else:
+        print(f"{args.name}: results in {args.out}/{args.name}.json and {args.name}.png")
+    return EXIT_OK
+
+
+def _bench_options(parser: argparse.ArgumentParser) -> None:
+    from .bench import configure_parser
+
+    configure_parser(parser)
+
+
 CommandTable = dict[str, tuple[Callable[[argparse.Namespace], int], Callable[[argparse.ArgumentParser], None], str]]  # noqa: E501
 
 
@@ -418,6 +435,8 @@ COMMANDS: CommandTable = {
     "report": (cmd_report, lambda p: p.add_argument("run_dir"),
                "print the scorecard of a run directory"),
     "beir": (cmd_beir, _beir_options, "retrieval quality on a BEIR folder (nDCG@10, R@100, MRR@10)"),
+    "bench": (cmd_bench, _bench_options,
+              "benchmarks: ingest, latency, scale, scifact (JSON + figure in benchmarks/results)"),
     "book": (cmd_book, _book_options,
              "execute every notebook with Papermill, then build the Jupyter Book"),
     "server": (cmd_server,
@@ -430,7 +449,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="memory-baseline", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", parser_class=_Parser)
     for name, (handler, configure, help_text) in COMMANDS.items():
-        child = sub.add_parser(name, help=help_text)
+        # "resolve": a stage's own options (bench has its own --json) may restate common ones.
+        child = sub.add_parser(name, help=help_text, conflict_handler="resolve")
         _common(child)
         configure(child)
         child.set_defaults(handler=handler)
