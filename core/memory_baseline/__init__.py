@@ -1,11 +1,14 @@
 """A conventional retrieval-augmented project memory on PostgreSQL + pgvector.
 
-The pipeline, one module per stage: `ingest` (discover, parse, provenance),
-`chunking`, `store` (schema and SQL), `server` (embedded PostgreSQL),
-`models` (offline model files and the GGUF runtime), `embedders`,
-`retrieval` (lexical, dense, fusion), `rerank`, `context`, `readers`,
-`baseline` (`Baseline.ask`), `refresh` and `health`, `evaluation` (the adapter
-to `memory_instrument`), `cli`.
+The pipeline, one module per stage: `ingest` (discover, parse, provenance) and
+`git_history` (committed versions as `path@commit`), `chunking`,
+`identifiers` (terms the English parser would split), `store` (schema, BM25
+statistics and search SQL), `server` (embedded PostgreSQL), `models` (offline
+model files and the GGUF runtime), `embedders`, `retrieval` (lexical, dense,
+fusion), `rerank`, `context`, `readers` and `answer_cache`, `baseline`
+(`Baseline.ask`), `refresh` and `health`, `evaluation` (the adapter to
+`memory_instrument`, the condition ladder, run directories), `beir`, `bench`,
+`experiments` and `book` (the logic behind the notebooks), `cli`.
 """
 
 __version__ = "0.1.0"
