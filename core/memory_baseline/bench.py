@@ -27,6 +27,7 @@ clusters; the real encoder's query cost is measured separately. Every result say
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import hashlib
 import json
@@ -72,10 +73,8 @@ class BenchError(ValueError):
 def machine_description(conn: psycopg.Connection | None = None) -> dict[str, Any]:
     """What the numbers were measured on (the machine may have been shared: say so)."""
     memory_gb = None
-    try:
+    with contextlib.suppress(ValueError, OSError, AttributeError):  # not every platform has these
         memory_gb = round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1)
-    except (ValueError, OSError, AttributeError):
-        pass
     described: dict[str, Any] = {
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
         "platform": platform.platform(),

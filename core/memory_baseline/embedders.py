@@ -15,6 +15,7 @@ packages, or from an Ollama server the user runs.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib
 import json
@@ -108,12 +109,10 @@ def _hub_offline() -> None:
     os.environ["TRANSFORMERS_OFFLINE"] = "1"
     # The weight-loading bar is noise on every CLI call; our own bars report real work.
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-    try:
+    with contextlib.suppress(ImportError):  # transformers is only present with sentence-transformers
         from transformers.utils import logging as transformers_logging
 
         transformers_logging.disable_progress_bar()
-    except ImportError:
-        pass
 
 
 def _require(module: str, distribution: str) -> Any:
