@@ -845,6 +845,155 @@ memory.
 """),
 ]
 
+# -- 09 ---------------------------------------------------------------------------------------
+
+CH09 = [
+    md("""
+# 9. The reader's ceiling
+
+Retrieval cannot repair a reader that misreads the right sources. This chapter
+takes retrieval out and gives the reader perfect evidence: under
+`oracle-source` the task's expected files whole, under `oracle-span` each
+evidence quote with a sentence of context. Whatever still fails is reading.
+
+Each reading style is a named reader configuration (`ReaderConfig.style`,
+`memory_baseline.reading`), measured against the plain prompt, which stays as
+the control:
+
+- **plain**: the one plain prompt, a free-text answer;
+- **dated**: the question's as-of date first, each passage headed by its id,
+  kind and the date it states, passages oldest first when the question has a
+  date, and the outcomes to tell apart named in the instructions;
+- **structured**: the dated prompt, decoded under a grammar: quoted evidence
+  first (each source from an enum of the admitted ids), then the answer and a
+  status (decided, proposed, rejected, superseded, open, done); a work request
+  gets its artifact as a fenced block after the JSON;
+- **two-step**: one constrained call extracts quoted claims, a second answers
+  from them, dated and oldest first (two model calls).
+
+The same style runs on the canonical fixture and on generated worlds. The
+default style is chosen on the fixture's dev tasks only; the test tasks are
+reported, not consulted.
+"""),
+    parameters('''
+corpus_dir = "fixtures/history"
+tasks_path = "fixtures/tasks.json"
+fixture_task_limit = None    # None: every fixture task
+world_seeds = [7, 11]        # one generated world per seed
+world_docs = 60
+world_task_limit = 6         # spread over question types
+styles = ["plain", "structured", "two-step", "dated"]
+conditions = ["oracle-source", "oracle-span"]
+reader = "qwen-1.5b"
+index_name = "book_reader"   # one schema per corpus: <index_name>_<corpus>
+worlds_root = "runs/book/worlds"
+''' + COMMON),
+    setup(["corpus_dir", "tasks_path", "fixture_task_limit", "world_seeds", "world_docs",
+           "world_task_limit", "styles", "conditions", "reader", "index_name", "worlds_root",
+           "runs_root"], '''
+corpora = {"fixture": (ex.repo_path(corpus_dir), ex.repo_path(tasks_path), fixture_task_limit)}
+for seed in world_seeds:
+    world = ex.prepare_world(worlds_root, seed=seed, docs=world_docs)
+    corpora[f"world_s{seed}"] = (world.history, world.tasks_path, world_task_limit)
+config = Config(index=index_name).with_overrides(reader={"name": reader})
+''', project=("from memory_baseline import reader_study as rs",
+             "from memory_baseline.config import Config")),
+    md("""
+## The study
+
+One evaluation run per corpus, condition and style, each scored by the
+instrument and listed in the study's manifest. Answers the reader has given
+before come from the answer cache; the cost columns keep what the model took
+when it ran.
+"""),
+    code('''
+study = rs.run_reader_study(conn, config, corpora, styles, conditions=conditions, runs_root=runs_root,
+                            progress=False)
+print(f"{len(study.manifest['runs'])} evaluation runs in {study.name}")
+''', IGNORE),
+    md("""
+## Pass rate and cost per style
+
+One row per corpus, condition and style, over all its tasks. `cited_outside_context`
+counts citations in the returned answers that name a source the reader was not
+given (enforced to be zero); `citations_removed` counts those the model wrote and
+the reader removed before returning. Seconds are model seconds per answer on this
+machine. The pass rates depend on the model runtime's arithmetic, so their cell
+output is not compared between machines.
+"""),
+    code('''
+overall = [r for r in rs.ceiling_rows(study.run_dir) if r["question_type"] == "all"]
+study.write_rows("ceiling", rs.ceiling_rows(study.run_dir))
+ex.show_table(overall, study.caption("Table 9.1: pass rate with oracle context and cost per answer, per "
+                                     "corpus, condition and reading style"))
+''', IGNORE),
+    code('''
+import numpy as np
+
+by_type = [r for r in rs.ceiling_rows(study.run_dir) if r["question_type"] != "all"]
+types = sorted({r["question_type"] for r in by_type})
+panels = sorted({(r["corpus"], r["condition"]) for r in by_type})
+fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 0.5 * len(styles) + 2.2),
+                         squeeze=False)
+for ax, (corpus, condition) in zip(axes[0], panels, strict=True):
+    grid = np.full((len(styles), len(types)), np.nan)
+    for r in by_type:
+        if (r["corpus"], r["condition"]) == (corpus, condition) and r["style"] in styles:
+            grid[styles.index(r["style"]), types.index(r["question_type"])] = r["pass_rate"]
+    ax.imshow(grid, vmin=0, vmax=1, cmap="viridis", aspect="auto")
+    ax.set_xticks(range(len(types)), types, rotation=35, fontsize=7)
+    ax.set_yticks(range(len(styles)), styles, fontsize=8)
+    ax.set_title(f"{corpus}, {condition}", fontsize=8)
+    for (i, j), value in np.ndenumerate(grid):
+        if not np.isnan(value):
+            ax.text(j, i, f"{value:.2f}", ha="center", va="center", fontsize=7,
+                    color="white" if value < 0.6 else "black")
+fig.tight_layout()
+ex.show_figure(fig, study.caption("Figure 9.1: pass rate with oracle context per reading style and "
+                                  "question type"), run_name=study.name,
+               save_as=study.run_dir / "ceiling.png")
+''', IGNORE),
+    md("""
+## Choosing the default on the dev tasks
+
+The default style is the one with the highest pass rate on the fixture's dev
+tasks under `oracle-source` (fewer seconds per answer breaks a tie). The test
+tasks show whether the choice holds on questions it was not chosen on.
+"""),
+    code('''
+fixture_condition = conditions[0]
+choice = rs.choose_style(study.run_dir, condition=fixture_condition) if "fixture" in corpora else None
+study.record("dev_choice", choice)
+by_split = [r for r in rs.ceiling_rows(study.run_dir, by=("split",))
+            if r["corpus"] == "fixture" and r["split"] != "all"]
+print("chosen on dev:", choice and choice["style"], "| configured default:", Config().reader.style)
+ex.show_table(by_split, study.caption("Table 9.2: fixture pass rate per style on the dev and test splits"))
+''', IGNORE),
+    code('''
+misses = [r for r in rs.outcome_rows(study.run_dir)
+          if not r["passed"] and r["corpus"] == "fixture" and r["style"] == Config().reader.style]
+ex.show_table(misses, study.caption(f"Table 9.3: fixture cases the default style "
+                                    f"(`{Config().reader.style}`) still fails with oracle context"))
+''', IGNORE),
+    md("""
+## Reading the result
+
+The oracle rows bound what any retrieval improvement can buy with this reader:
+a question type that fails with its expected files in hand fails for reading,
+and a better ranker will not move it. The difference between `oracle-source`
+and `oracle-span` is the cost of reading whole files instead of the sentences
+that matter.
+
+What it does not establish: a pass is the instrument's phrase and source check,
+not a judgement of the whole answer; the structured styles render a `Status:`
+line from a field the model chose, which the phrase checks can match, and the
+quotes they extract are kept out of the scored text. Question types with a
+handful of tasks move in large steps. The worlds are generated from templates,
+so their phrasing is more regular than a real project's. All figures come from
+one small model on two CPU cores; a larger reader may need none of this.
+"""),
+]
+
 CHAPTERS = {
     "01_ingest": CH01,
     "02_chunking": CH02,
@@ -854,6 +1003,7 @@ CHAPTERS = {
     "06_context": CH06,
     "07_ladder": CH07,
     "08_failures": CH08,
+    "09_reader": CH09,
 }
 
 

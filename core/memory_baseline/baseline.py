@@ -15,7 +15,7 @@ import psycopg
 
 from .config import Config
 from .context import ContextTrace, Passage, assemble, candidates_in_order
-from .readers import Answer, Reader, build_messages, get_reader
+from .readers import Answer, Reader, get_reader
 from .retrieval import RetrievalResult, Retriever
 
 
@@ -46,11 +46,11 @@ class AskResult:
         }
 
 
-def prompt_counter(reader: Reader, query: str, as_of: str | None):
-    """Exact prompt tokens for a set of passages, rendered with the one template."""
+def prompt_counter(reader: Reader, query: str, as_of: str | None, *, history: bool = True):
+    """Exact prompt tokens for a set of passages, rendered as this reader will send them."""
 
     def count(passages: Sequence[Passage]) -> int:
-        return reader.count_prompt_tokens(build_messages(query, passages, as_of))
+        return reader.count_prompt_tokens(reader.messages(query, passages, as_of, history=history))
 
     return count
 

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from .config import Config, ConfigError, validate_index_name
+from .reading import STYLES
 
 EXIT_OK, EXIT_FAILED_CHECK, EXIT_BAD_INPUT = 0, 1, 2
 
@@ -58,6 +59,8 @@ def load_config(args: argparse.Namespace) -> Config:
         config = config.with_overrides(embedder={"name": args.embedder})
     if getattr(args, "reader", None):
         config = config.with_overrides(reader={"name": args.reader})
+    if getattr(args, "style", None):
+        config = config.with_overrides(reader={"style": args.style})
     if getattr(args, "reranker", None):
         config = config.with_overrides(rerank={"name": args.reranker})
     return config
@@ -248,6 +251,8 @@ def _query_options(parser: argparse.ArgumentParser, *, show: bool) -> None:
     parser.add_argument("--embedder", default=None)
     parser.add_argument("--reranker", default=None)
     parser.add_argument("--reader", default=None, help="reader (default: qwen-1.5b)")
+    parser.add_argument("--style", default=None, choices=sorted(STYLES),
+                        help="how an LLM reader is asked (default: plain)")
     if show:
         parser.add_argument("--show", type=int, default=10, help="rows per stage in the table")
         parser.add_argument("--explain", action="store_true", help="record the dense query plan")
@@ -332,6 +337,8 @@ def _evaluate_options(parser: argparse.ArgumentParser) -> None:
                         help="comma-separated, e.g. no-memory,lexical,dense,hybrid,hybrid-reranked,"
                              "best,oracle-span,oracle-source,full-history")
     parser.add_argument("--reader", default=None, help="reader for every condition")
+    parser.add_argument("--style", default=None, choices=sorted(STYLES),
+                        help="how an LLM reader is asked (default: plain)")
     parser.add_argument("--rerank-with", default="llm-qwen-0.5b",
                         help="reranker of the hybrid-reranked condition")
     parser.add_argument("--runs-root", default="runs")

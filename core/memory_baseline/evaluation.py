@@ -451,10 +451,14 @@ def run_case(
         else:
             raise EvaluationError(f"unknown context source {condition.context_source!r}")
         t0 = time.perf_counter()
-        context = assemble(passages, context_config, prompt_counter(reader, task.query, as_of),
+        # Only no-memory asks without history; an oracle with nothing to give (a question the
+        # history cannot answer) is a search that found nothing, and the reader is told so.
+        history = condition.context_source != "none"
+        context = assemble(passages, context_config,
+                           prompt_counter(reader, task.query, as_of, history=history),
                            tokenizer=reader.tokenizer_name)
         t1 = time.perf_counter()
-        answer = reader.answer(task.query, list(context.admitted), as_of)
+        answer = reader.answer(task.query, list(context.admitted), as_of, history=history)
         t2 = time.perf_counter()
         retrieval = None
         timings = {"assembly": round((t1 - t0) * 1000, 3), "reader": round((t2 - t1) * 1000, 3),
@@ -496,6 +500,12 @@ def run_case(
         "usage": dict(output.usage),
         "timings_ms": timings,
         "cache_hit": answer.cached,
+        # What the model cost when it ran (a cache hit keeps the original figure).
+        "answer_seconds": round(answer.extra.get("cache", {}).get("original_seconds", answer.usage.seconds)
+                                if answer.cached else answer.usage.seconds, 4),
+        "answer_calls": (answer.extra.get("cache", {}).get("original_calls", 1) if answer.cached
+                         else answer.usage.calls),
+        "reader_trace": answer.extra,
         "notes": notes,
         "output": output.to_dict(),
         "score": score.to_dict(),

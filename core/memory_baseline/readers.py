@@ -45,6 +45,7 @@ from dataclasses import asdict, dataclass, field
 from functools import cache
 from typing import Any, Protocol
 
+from . import reading
 from .answer_cache import AnswerCache, cache_key
 from .config import ReaderConfig
 from .context import Passage
@@ -96,16 +97,23 @@ SYSTEM_PROMPT_NO_HISTORY = (
 )
 
 
-def build_messages(query: str, passages: Sequence[Passage], as_of: str | None) -> list[dict]:
-    """The one prompt template: a system message and a user message with the sources."""
+def build_messages(query: str, passages: Sequence[Passage], as_of: str | None, *,
+                   history: bool = True) -> list[dict]:
+    """The one plain prompt template: a system message and a user message with the sources.
+
+    `history=False` (the no-memory condition) asks without any project history. With
+    history consulted and no passage found, LLM readers abstain without a call
+    (`LocalLLMReader.answer`); the template still renders, for counting.
+    """
     parts = []
     if as_of:
         parts.append(f"The question is asked as of {as_of}.")
-    if not passages:
+    if not history:
         parts.append(f"Question: {query.strip()}")
         return [{"role": "system", "content": SYSTEM_PROMPT_NO_HISTORY},
                 {"role": "user", "content": "\n\n".join(parts)}]
-    parts.append("Sources:\n\n" + "\n\n".join(render_passage(p) for p in passages))
+    sources = "\n\n".join(render_passage(p) for p in passages) or "(none found in the project history)"
+    parts.append("Sources:\n\n" + sources)
     parts.append(f"Question: {query.strip()}")
     parts.append(ANSWER_REMINDER)
     return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": "\n\n".join(parts)}]
@@ -248,7 +256,35 @@ class Reader(Protocol):
         """Exact token count of the rendered prompt, with this reader's tokenizer."""
         ...
 
-    def answer(self, query: str, passages: Sequence[Passage], as_of: str | None) -> Answer: ...
+    def messages(self, query: str, passages: Sequence[Passage], as_of: str | None, *,
+                 history: bool = True) -> list[dict]:
+        """The prompt this reader sends first for these passages (what the budget counts)."""
+        ...
+
+    def answer(self, query: str, passages: Sequence[Passage], as_of: str | None, *,
+               history: bool = True) -> Answer: ...
+
+
+def style_messages(style: str, query: str, passages: Sequence[Passage], as_of: str | None, *,
+                   history: bool = True) -> list[dict]:
+    """A reading style's first prompt; without history every style asks the plain way."""
+    if style == "plain" or not history:
+        return build_messages(query, passages, as_of, history=history)
+    return reading.messages_for(style, query, passages, as_of)
+
+
+def no_evidence_answer(identity: dict) -> Answer:
+    """History was consulted and nothing was admitted: abstain, without a model call."""
+    text = f"{INSUFFICIENT}."
+    return Answer(text=text, citations=(), unknown_citations=(), abstained=True, usage=Usage(),
+                  reader=identity, extra={"no_passages": True})
+
+
+def _check_style(style: str, reader: str) -> str:
+    if style not in reading.STYLES:
+        raise ReaderError(f"reader {reader}: unknown style {style!r}; choose one of "
+                          f"{sorted(reading.STYLES)}")
+    return style
 
 
 # -- LLM readers: shared generation, enforcement and caching ----------------------------
@@ -264,16 +300,18 @@ class _Generation:
     prompt_seconds: float
     generation_seconds: float
     finish_reason: str
+    calls: int = 1  # a two-step read makes two
 
 
 def _answer_from(
     generation: _Generation, passages: Sequence[Passage], identity: dict, *, cached: bool,
-    seconds: float, cache_info: dict,
+    seconds: float, cache_info: dict, style: str = "plain",
 ) -> Answer:
-    checked = check_citations(generation.raw_text, passages, enforce=True)
+    rendered = reading.render(style, generation.raw_text, passages)
+    checked = check_citations(rendered.text, passages, enforce=True)
     text = checked.text.strip()
     extra: dict[str, Any] = {"raw_text": generation.raw_text, "finish_reason": generation.finish_reason,
-                             "cache": cache_info}
+                             "cache": cache_info, **rendered.extra}
     if checked.unknown:
         extra["removed_citations"] = list(checked.unknown)
     if checked.resolved:
@@ -282,7 +320,8 @@ def _answer_from(
         # Tokens describe the answer and stay; no model ran, so no call and no model time.
         usage = Usage(generation.prompt_tokens, generation.completion_tokens, calls=0, seconds=seconds)
     else:
-        usage = Usage(generation.prompt_tokens, generation.completion_tokens, calls=1, seconds=seconds,
+        usage = Usage(generation.prompt_tokens, generation.completion_tokens, calls=generation.calls,
+                      seconds=seconds,
                       prompt_seconds=generation.prompt_seconds,
                       generation_seconds=generation.generation_seconds)
     return Answer(
@@ -294,12 +333,14 @@ def _answer_from(
 def _cached_or_generated(
     cache_store: AnswerCache | None, identity: dict, prompt: str, settings: dict,
     passages: Sequence[Passage], generate: Callable[[], _Generation], started: float,
+    style: str = "plain",
 ) -> Answer:
     """Serve the answer from the cache when the exact prompt was answered before, else generate."""
     if cache_store is None:
         generation = generate()
         return _answer_from(generation, passages, identity, cached=False,
-                            seconds=time.perf_counter() - started, cache_info={"enabled": False})
+                            seconds=time.perf_counter() - started, cache_info={"enabled": False},
+                            style=style)
     key = cache_key(identity, prompt, settings)
     record = cache_store.get(key, prompt)
     try:
@@ -308,15 +349,15 @@ def _cached_or_generated(
         generation = None  # a record of another shape is a miss; the put below replaces it
     if generation is not None:
         info = {"enabled": True, "hit": True, "key": key,
-                "original_seconds": round(generation.seconds, 4)}
+                "original_seconds": round(generation.seconds, 4), "original_calls": generation.calls}
         return _answer_from(generation, passages, identity, cached=True,
-                            seconds=time.perf_counter() - started, cache_info=info)
+                            seconds=time.perf_counter() - started, cache_info=info, style=style)
     generation = generate()
     cache_store.put(key, prompt, {"reader": identity, "settings": settings,
                                   "generation": asdict(generation)})
     return _answer_from(generation, passages, identity, cached=False,
                         seconds=time.perf_counter() - started,
-                        cache_info={"enabled": True, "hit": False, "key": key})
+                        cache_info={"enabled": True, "hit": False, "key": key}, style=style)
 
 
 def _answer_cache(config: ReaderConfig, given: AnswerCache | None) -> AnswerCache | None:
@@ -349,6 +390,9 @@ class LocalLLMReader:
             "n_ctx": config.context_window, "temperature": config.temperature, "seed": config.seed,
             "max_answer_tokens": config.max_answer_tokens, "prompt_template": PROMPT_TEMPLATE_SHA256,
         }
+        self.style = _check_style(config.style, model)
+        if self.style != "plain":  # the plain identity stays as it was, so its cached answers still hit
+            self.identity |= {"style": self.style, "style_template": reading.TEMPLATE_SHA256}
         self._cache = _answer_cache(config, cache)
 
     @property
@@ -362,9 +406,16 @@ class LocalLLMReader:
     def count_prompt_tokens(self, messages: list[dict]) -> int:
         return self.llm.count_chat_tokens(messages)
 
-    def answer(self, query: str, passages: Sequence[Passage], as_of: str | None) -> Answer:
+    def messages(self, query: str, passages: Sequence[Passage], as_of: str | None, *,
+                 history: bool = True) -> list[dict]:
+        return style_messages(self.style, query, passages, as_of, history=history)
+
+    def answer(self, query: str, passages: Sequence[Passage], as_of: str | None, *,
+               history: bool = True) -> Answer:
         started = time.perf_counter()
-        messages = build_messages(query, passages, as_of)
+        if history and not passages:
+            return no_evidence_answer(self.identity)
+        messages = self.messages(query, passages, as_of, history=history)
         llm = self.llm
         prompt = llm.render_chat(messages)
         prompt_tokens = llm.count_chat_tokens(messages)
@@ -372,21 +423,30 @@ class LocalLLMReader:
         if room < 1:
             raise ReaderError(f"reader {self.model}: the prompt needs {prompt_tokens} tokens, the "
                               f"context window holds {self.config.context_window}")
-        settings = {"max_tokens": min(self.config.max_answer_tokens, room),
+        style = self.style if history else "plain"
+        allowance = reading.answer_allowance(style, query, self.config.max_answer_tokens)
+        settings = {"max_tokens": min(allowance, room),
                     "temperature": self.config.temperature, "seed": self.config.seed}
 
+        def complete(call_messages: list[dict], schema: dict | None) -> reading.Completion:
+            room = self.config.context_window - llm.count_chat_tokens(call_messages)
+            if room < 1:
+                raise ReaderError(f"reader {self.model}: a {style} prompt does not fit the context "
+                                  f"window of {self.config.context_window} tokens")
+            grammar = reading.reply_grammar(schema, query) if schema is not None else None
+            done = llm.chat(call_messages, **{**settings, "max_tokens": min(settings["max_tokens"], room)},
+                            grammar=grammar)
+            return reading.Completion(done.text, done.prompt_tokens, done.completion_tokens, done.seconds,
+                                      done.prompt_seconds, done.generation_seconds, done.finish_reason)
+
         def generate() -> _Generation:
-            completion = llm.chat(messages, **settings)
-            return _Generation(
-                raw_text=completion.text, prompt_tokens=completion.prompt_tokens,
-                completion_tokens=completion.completion_tokens, seconds=completion.seconds,
-                prompt_seconds=completion.prompt_seconds,
-                generation_seconds=completion.generation_seconds,
-                finish_reason=completion.finish_reason,
-            )
+            run = (reading.run_style(style, complete, query, passages, as_of) if style != "plain"
+                   else reading.single(complete(messages, None)))
+            return _Generation(run.raw_text, run.prompt_tokens, run.completion_tokens, run.seconds,
+                               run.prompt_seconds, run.generation_seconds, run.finish_reason, run.calls)
 
         return _cached_or_generated(self._cache, self.identity, prompt, settings, passages,
-                                    generate, started)
+                                    generate, started, style=style)
 
 
 DEFAULT_OLLAMA_HOST = "http://127.0.0.1:11434"
@@ -429,6 +489,9 @@ class OllamaReader:
             "n_ctx": config.context_window, "temperature": config.temperature, "seed": config.seed,
             "max_answer_tokens": config.max_answer_tokens, "prompt_template": PROMPT_TEMPLATE_SHA256,
         }
+        self.style = _check_style(config.style, "ollama")
+        if self.style != "plain":
+            self.identity |= {"style": self.style, "style_template": reading.TEMPLATE_SHA256}
         self._cache = _answer_cache(config, cache)
         self._counts: dict[str, int] = {}
 
@@ -469,36 +532,51 @@ class OllamaReader:
             self._counts[key] = int(reply.prompt_eval_count or 0)
         return self._counts[key]
 
-    def answer(self, query: str, passages: Sequence[Passage], as_of: str | None) -> Answer:
+    def messages(self, query: str, passages: Sequence[Passage], as_of: str | None, *,
+                 history: bool = True) -> list[dict]:
+        return style_messages(self.style, query, passages, as_of, history=history)
+
+    def answer(self, query: str, passages: Sequence[Passage], as_of: str | None, *,
+               history: bool = True) -> Answer:
         started = time.perf_counter()
-        messages = build_messages(query, passages, as_of)
+        if history and not passages:
+            return no_evidence_answer(self.identity)
+        messages = self.messages(query, passages, as_of, history=history)
         prompt_tokens = self.count_prompt_tokens(messages)
         room = self.config.context_window - prompt_tokens
         if room < 1:
             # Ollama would silently cut the prompt to fit; refuse instead.
             raise ReaderError(f"ollama reader: the prompt needs {prompt_tokens} tokens, the "
                               f"context window holds {self.config.context_window}")
-        max_tokens = min(self.config.max_answer_tokens, room)
+        style = self.style if history else "plain"
+        max_tokens = min(reading.answer_allowance(style, query, self.config.max_answer_tokens), room)
         settings = {"max_tokens": max_tokens, "temperature": self.config.temperature,
                     "seed": self.config.seed}
 
-        def generate() -> _Generation:
+        def complete(call_messages: list[dict], schema: dict | None) -> reading.Completion:
             t0 = time.perf_counter()
-            reply = self._call(self._client.chat, model=self.model, messages=messages,
-                               options=self._options(max_tokens))
-            return _Generation(
-                raw_text=reply.message.content or "", prompt_tokens=int(reply.prompt_eval_count or 0),
+            # Ollama takes a JSON schema as `format` and constrains decoding with it.
+            reply = self._call(self._client.chat, model=self.model, messages=call_messages,
+                               options=self._options(max_tokens), **({"format": schema} if schema else {}))
+            return reading.Completion(
+                text=reply.message.content or "", prompt_tokens=int(reply.prompt_eval_count or 0),
                 completion_tokens=int(reply.eval_count or 0), seconds=time.perf_counter() - t0,
                 prompt_seconds=(reply.prompt_eval_duration or 0) / 1e9,
                 generation_seconds=(reply.eval_duration or 0) / 1e9,
                 finish_reason=str(reply.done_reason or ""),
             )
 
+        def generate() -> _Generation:
+            run = (reading.run_style(style, complete, query, passages, as_of) if style != "plain"
+                   else reading.single(complete(messages, None)))
+            return _Generation(run.raw_text, run.prompt_tokens, run.completion_tokens, run.seconds,
+                               run.prompt_seconds, run.generation_seconds, run.finish_reason, run.calls)
+
         # Ollama renders its template server-side; the messages plus the template hash
         # in the identity pin the prompt exactly.
         prompt = json.dumps(messages, sort_keys=True, ensure_ascii=False)
         return _cached_or_generated(self._cache, self.identity, prompt, settings, passages,
-                                    generate, started)
+                                    generate, started, style=style)
 
 
 # -- extractive ---------------------------------------------------------------
@@ -539,6 +617,8 @@ class ExtractiveReader:
     tokenizer_name = "all-MiniLM-L6-v2 wordpiece"
 
     def __init__(self, config: ReaderConfig, *, max_sentences: int = 3, min_overlap: float = 0.34):
+        if config.style != "plain":
+            raise ReaderError(f"reader extractive has no style {config.style!r}: it asks no model")
         self.max_sentences = max_sentences
         self.min_overlap = min_overlap
         self.identity = {"name": "extractive", "version": "extractive-1",
@@ -550,9 +630,14 @@ class ExtractiveReader:
         tokenizer.no_truncation()
         return len(tokenizer.encode(rendered, add_special_tokens=False).ids)
 
-    def answer(self, query: str, passages: Sequence[Passage], as_of: str | None) -> Answer:
+    def messages(self, query: str, passages: Sequence[Passage], as_of: str | None, *,
+                 history: bool = True) -> list[dict]:
+        return build_messages(query, passages, as_of, history=history)
+
+    def answer(self, query: str, passages: Sequence[Passage], as_of: str | None, *,
+               history: bool = True) -> Answer:
         started = time.perf_counter()
-        messages = build_messages(query, passages, as_of)
+        messages = self.messages(query, passages, as_of, history=history)
         prompt_tokens = self.count_prompt_tokens(messages)
         wanted = content_words(query)
         scored = []

@@ -1,0 +1,163 @@
+"""The reader's ceiling: each reading style given perfect evidence, by question type, with cost.
+
+Retrieval cannot fix a reader that misreads the right sources, so this study
+takes retrieval out: every case runs under an oracle condition
+(``oracle-source``: the expected files whole; ``oracle-span``: the evidence
+quotes with a sentence of context). Each (corpus, reading style, condition)
+is an ordinary evaluation run (`evaluation.run_evaluation`), scored by the
+instrument; the study's manifest lists them, in the order they ran, so an
+interrupted study resumes where it stopped and answers already read come
+from the answer cache.
+
+`ceiling_rows` turns the runs back into the chapter's table: pass rate per
+style, condition, split and question type, and what an answer cost (prompt
+and completion tokens, model calls, model seconds as measured when the model
+ran; a cache hit keeps its original figure).
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import psycopg
+
+from .config import Config
+from .evaluation import load_run, run_evaluation
+from .experiments import StudyRun, display_path, repo_path, start_study, write_task_subset
+from .reading import STYLES
+
+ORACLE_CONDITIONS = ("oracle-source", "oracle-span")
+
+
+class ReaderStudyError(ValueError):
+    """The study cannot run as asked (unknown style, condition or corpus)."""
+
+
+def run_reader_study(
+    conn: psycopg.Connection, base_config: Config,
+    corpora: Mapping[str, tuple[str | Path, str | Path, int | None]],
+    styles: Sequence[str], *, conditions: Sequence[str] = ORACLE_CONDITIONS,
+    runs_root: str | Path = "runs", resume: str | Path | None = None, progress: bool = True,
+) -> StudyRun:
+    """Evaluate every style under every oracle condition on every corpus.
+
+    `corpora` maps a name to (history folder, task file, task limit or None); a limit
+    takes a subset spread over question types and splits. Runs go condition by
+    condition, then corpus, then style, so the first (usually the fixture under
+    ``oracle-source``) is complete for every style before the next begins.
+    """
+    for style in styles:
+        if style not in STYLES:
+            raise ReaderStudyError(f"unknown reading style {style!r}; choose from {sorted(STYLES)}")
+    for condition in conditions:
+        if condition not in ORACLE_CONDITIONS:
+            raise ReaderStudyError(f"the reader study uses oracle conditions only, not {condition!r}")
+    if resume is not None:
+        run_dir = repo_path(resume)
+        manifest = json.loads((run_dir / "manifest.json").read_text(encoding="utf-8"))
+        study = StudyRun("reader-ceiling", run_dir, manifest)
+    else:
+        study = start_study(runs_root, "reader-ceiling", {
+            "styles": list(styles), "conditions": list(conditions), "reader": base_config.reader.name,
+            "corpora": {name: {"history": display_path(h), "tasks": display_path(t), "task_limit": lim}
+                        for name, (h, t, lim) in corpora.items()},
+        }, corpora={name: h for name, (h, _, _) in corpora.items()})
+    runs: list[dict[str, Any]] = study.manifest.setdefault("runs", [])
+    for condition in conditions:
+        for corpus_name, (history, tasks_path, limit) in corpora.items():
+            task_file = (write_task_subset(tasks_path, study.run_dir / "tasks" / corpus_name, limit=limit)
+                         if limit is not None else repo_path(tasks_path))
+            for style in styles:
+                key = {"corpus": corpus_name, "style": style, "condition": condition}
+                entry = next((r for r in runs if all(r[k] == v for k, v in key.items())), None)
+                if entry is not None and entry.get("status") == "complete":
+                    continue
+                # One index per corpus: syncing another corpus into it would re-embed each time.
+                config = base_config.with_overrides(index=f"{base_config.index}_{corpus_name}",
+                                                    reader={"style": style})
+                run_dir = run_evaluation(
+                    conn, config, task_file, repo_path(history), [condition],
+                    runs_root=study.run_dir / "runs", progress=progress,
+                    resume=repo_path(entry["run_dir"]) if entry else None,
+                )
+                if entry is None:
+                    entry = {**key, "run_dir": display_path(run_dir)}
+                    runs.append(entry)
+                entry["status"] = "complete"
+                study.record("runs", runs)
+    study.finish()
+    return study
+
+
+def _cases(study_dir: str | Path) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    manifest = json.loads((repo_path(study_dir) / "manifest.json").read_text(encoding="utf-8"))
+    found = []
+    for entry in manifest.get("runs", []):
+        _, cases = load_run(repo_path(entry["run_dir"]))
+        found.extend((entry, case) for case in cases)
+    return found
+
+
+def _cost(members: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    read = [c for c in members if c.get("answer_calls", c["usage"].get("calls", 0))]
+    return {
+        "prompt_tokens": round(statistics.fmean(c["tokens"]["prompt"] for c in members), 1),
+        "completion_tokens": round(statistics.fmean(c["tokens"]["completion"] for c in members), 1),
+        "calls_per_answer": round(statistics.fmean(c.get("answer_calls", 0) for c in members), 2),
+        "seconds_per_answer": round(statistics.fmean(c.get("answer_seconds", 0.0) for c in read), 2)
+        if read else 0.0,
+    }
+
+
+def ceiling_rows(study_dir: str | Path, *, by: Sequence[str] = ("question_type",)) -> list[dict[str, Any]]:
+    """Pass rate and cost per corpus, style and condition, broken down by `by` (plus an 'all' row)."""
+    groups: dict[tuple, list[dict[str, Any]]] = {}
+    for entry, case in _cases(study_dir):
+        head = (entry["corpus"], entry["style"], entry["condition"])
+        groups.setdefault((*head, *("all" for _ in by)), []).append(case)
+        groups.setdefault((*head, *(str(case.get(field) or "-") for field in by)), []).append(case)
+    rows = []
+    for key, members in groups.items():
+        corpus, style, condition, *parts = key
+        passed = sum(bool(c["score"]["passed"]) for c in members)
+        rows.append({
+            "corpus": corpus, "style": style, "condition": condition, **dict(zip(by, parts, strict=True)),
+            "cases": len(members), "passed": passed, "pass_rate": round(passed / len(members), 3),
+            "cited_outside_context": sum(len(c["unknown_citations"]) for c in members),
+            "citations_removed": sum(len(c.get("reader_trace", {}).get("removed_citations", []))
+                                     for c in members),
+            **_cost(members),
+        })
+    order = {s: i for i, s in enumerate(STYLES)}
+    return sorted(rows, key=lambda r: (r["corpus"], r["condition"], order.get(r["style"], 99),
+                                       *(r[f] != "all" for f in by), *(r[f] for f in by)))
+
+
+def outcome_rows(study_dir: str | Path) -> list[dict[str, Any]]:
+    """Per case: the style's answer and the instrument's verdict, for reading the failures."""
+    return [{"corpus": e["corpus"], "style": e["style"], "condition": e["condition"],
+             "task_id": c["task_id"], "question_type": c["question_type"], "split": c.get("split"),
+             "outcome": c["score"]["outcome"], "passed": c["score"]["passed"],
+             "answer": c["answer"][:300]}
+            for e, c in _cases(study_dir)]
+
+
+def choose_style(study_dir: str | Path, *, corpus: str = "fixture", condition: str = "oracle-source",
+                 split: str = "dev") -> dict[str, Any]:
+    """The style with the highest pass rate on `split` tasks (fewer seconds breaks a tie).
+
+    The default reader is chosen on development tasks only; the test split is reported, never
+    looked at for the choice.
+    """
+    rows = [r for r in ceiling_rows(study_dir, by=("split",))
+            if r["corpus"] == corpus and r["condition"] == condition and r["split"] == split]
+    if not rows:
+        raise ReaderStudyError(f"no {split} cases for {corpus} under {condition} in {study_dir}")
+    best = max(rows, key=lambda r: (r["pass_rate"], -r["seconds_per_answer"]))
+    return {"style": best["style"], "pass_rate": best["pass_rate"], "split": split,
+            "corpus": corpus, "condition": condition,
+            "candidates": {r["style"]: r["pass_rate"] for r in rows}}

@@ -1,0 +1,391 @@
+"""Reading styles: how an LLM reader is asked, and how its reply becomes an answer.
+
+The plain prompt (`readers.build_messages`) is the control. The other styles
+are reader engineering for a small local model, each a named configuration
+(`ReaderConfig.style`) measured with oracle context in the reader chapter:
+
+- ``dated``: a free-text answer, but the prompt states the question's as-of
+  date first, gives every passage a header with its id, kind and the date the
+  artifact states, orders passages oldest first when the question has a date,
+  and names the outcomes to tell apart (proposed, decided, rejected, ...).
+- ``structured``: the dated prompt, decoded under a JSON schema: the evidence
+  first (each a source from an enum of the admitted ids, with a verbatim
+  quote), then the answer, then an outcome status; a work request ("write the
+  configuration ...") also gets the artifact and its language. Evidence comes
+  before the answer so the model reads before it concludes.
+- ``two-step``: a first constrained call extracts the claims that bear on the
+  question (source, verbatim quote, claim); a second answers from those
+  claims, listed oldest first with their dates, under the structured schema.
+  A work request also keeps the sources in the second call, since a
+  configuration has to follow the files' layout. Costs two calls.
+
+The answer text of the structured styles is rendered from the fields:
+``Status: <status>. <answer> [ids]`` plus a fenced block for an artifact. The
+quotes stay in ``extra["evidence"]`` (each marked verified when it occurs in
+the cited passage, whitespace and case ignored) and are not part of the
+scored text, so a grader's phrase check cannot pass on a quote the model
+merely copied. Citations come from the schema's enum: an id the reader never
+saw cannot be produced at all.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .context import Passage
+
+INSUFFICIENT = "insufficient evidence"
+STYLES: dict[str, str] = {
+    "plain": "the one plain prompt, free-text answer (the control)",
+    "dated": "as-of date first, dated passage headers, date order, outcome vocabulary; free text",
+    "structured": "dated prompt, JSON-schema decoding: quoted evidence from admitted ids, answer, status",
+    "two-step": "extract quoted claims (constrained), then answer from them (structured); two calls",
+}
+STATUSES = ("decided", "proposed", "rejected", "superseded", "open", "done", "not-applicable")
+ARTIFACT_LANGUAGES = ("yaml", "toml", "json", "python", "sql", "ini", "text")
+MAX_EVIDENCE = 4
+MAX_CLAIMS = 6
+MAX_QUOTE_CHARS = 200  # a quote is a line or two, not the file
+MAX_ANSWER_CHARS = 500
+
+SYSTEM_DATED = (
+    "You answer questions about a software project's history from the sources given, and only "
+    "from them.\n"
+    "- Each source header gives its id and the date the source states. When the question has a "
+    "date, answer for that date: sources dated later did not exist yet.\n"
+    "- Tell apart what was proposed, decided, rejected, superseded by a later decision, promised "
+    "but still open, and done. A proposal is not a decision; if the sources say something was "
+    "rejected or not adopted, the answer is no.\n"
+    "- Cite source ids exactly as written in the headers, in square brackets.\n"
+    "- When the question asks for a configuration or code, write it so that it follows the "
+    "decisions and the existing files in the sources.\n"
+    f"- If the sources do not answer the question, answer exactly: {INSUFFICIENT}."
+)
+STATUS_GUIDE = (
+    "status: what the sources say happened to the thing asked about: decided (adopted and in "
+    "force), proposed (suggested, never decided), rejected, superseded (decided, later replaced), "
+    "open (promised, not done yet), done (promised and finished), not-applicable (the question is "
+    "not about an outcome)."
+)
+ASK_DATED = (
+    "Answer briefly, citing the source id in square brackets after each claim. If the sources do "
+    f"not answer the question, reply exactly: {INSUFFICIENT}."
+)
+ASK_STRUCTURED = (
+    f"Reply in JSON. evidence: up to {MAX_EVIDENCE} items, each a source id and a short verbatim "
+    "quote from that source that bears on the question. answer: one or two sentences that answer "
+    f"the question from that evidence (or exactly: {INSUFFICIENT}). " + STATUS_GUIDE
+)
+ASK_ARTIFACT = (
+    " This is a work request: the answer is one sentence naming the decisions the work follows. "
+    "After the JSON, write the complete content asked for in one fenced code block, following the "
+    "decisions and the existing files in the sources, changed where the request differs."
+)
+ASK_CLAIMS = (
+    f"Reply in JSON. claims: up to {MAX_CLAIMS} statements from the sources that bear on the "
+    "question, each with its source id, a short verbatim quote, and the claim in a few words. "
+    "Include statements that something was proposed, decided, rejected, replaced, promised or done. "
+    "Give no claims if no source bears on the question."
+)
+
+# Recorded in the reader identity: a changed template is a different reader.
+TEMPLATE_SHA256 = hashlib.sha256(
+    json.dumps([SYSTEM_DATED, STATUS_GUIDE, ASK_DATED, ASK_STRUCTURED, ASK_ARTIFACT, ASK_CLAIMS,
+                STATUSES, ARTIFACT_LANGUAGES, MAX_EVIDENCE, MAX_CLAIMS]).encode("utf-8")
+).hexdigest()[:16]
+
+_WORK_VERB = re.compile(r"\b(write|draft|generate|create|produce|add)\b", re.IGNORECASE)
+_WORK_OBJECT = re.compile(
+    r"\b(config(uration)?|yaml|toml|json|sql|function|code|class|script|entry|block|file|migration)\b",
+    re.IGNORECASE,
+)
+
+
+def is_work_request(query: str) -> bool:
+    """A downstream request for an artifact ("Write the TOML entry ..."), not a question."""
+    return bool(_WORK_VERB.search(query) and _WORK_OBJECT.search(query))
+
+
+def answer_allowance(style: str, query: str, max_answer_tokens: int) -> int:
+    """Tokens a reply may use: a structured work request carries evidence and an artifact, so twice."""
+    return max_answer_tokens * 2 if style in ("structured", "two-step") and is_work_request(query) \
+        else max_answer_tokens
+
+
+def requested_languages(query: str) -> tuple[str, ...]:
+    """The artifact languages the request names; all of them when it names none."""
+    named = tuple(lang for lang in ARTIFACT_LANGUAGES if re.search(rf"\b{lang}\b", query, re.I))
+    return named or ARTIFACT_LANGUAGES
+
+
+def ordered_for_reading(passages: Sequence[Passage], as_of: str | None) -> list[Passage]:
+    """Oldest first when the question has a date (undated last), else as ranked."""
+    if not as_of:
+        return list(passages)
+    return sorted(passages, key=lambda p: (p.artifact_date is None, p.artifact_date or "", p.rank))
+
+
+def render_dated_passage(passage: Passage) -> str:
+    details = [f"kind: {passage.kind}", f"dated: {passage.artifact_date or 'undated'}"]
+    if passage.section:
+        details.append(f"section: {passage.section}")
+    return f"### [{passage.source_id}] ({'; '.join(details)})\n{passage.text.strip()}"
+
+
+def dated_messages(query: str, passages: Sequence[Passage], as_of: str | None, ask: str) -> list[dict]:
+    parts = []
+    if as_of:
+        parts.append(f"Today is {as_of}. Answer as of {as_of}.")
+    parts.append("Sources (oldest first):" if as_of else "Sources:")
+    parts.append("\n\n".join(render_dated_passage(p) for p in ordered_for_reading(passages, as_of)))
+    parts.append(f"Question{f' (as of {as_of})' if as_of else ''}: {query.strip()}")
+    parts.append(ask)
+    return [{"role": "system", "content": SYSTEM_DATED}, {"role": "user", "content": "\n\n".join(parts)}]
+
+
+def answer_ask(query: str) -> str:
+    return ASK_STRUCTURED + (ASK_ARTIFACT if is_work_request(query) else "")
+
+
+def messages_for(style: str, query: str, passages: Sequence[Passage], as_of: str | None) -> list[dict]:
+    """The first (for two-step: the extraction) prompt of a non-plain style."""
+    if style == "dated":
+        return dated_messages(query, passages, as_of, ASK_DATED)
+    if style == "structured":
+        return dated_messages(query, passages, as_of, answer_ask(query))
+    if style == "two-step":
+        return dated_messages(query, passages, as_of, ASK_CLAIMS)
+    raise ValueError(f"unknown reading style {style!r}; choose one of {sorted(STYLES)}")
+
+
+# -- schemas ---------------------------------------------------------------------------
+
+
+def answer_schema(source_ids: Sequence[str], query: str) -> dict[str, Any]:
+    """Evidence (ids from the enum only), answer, status; artifact fields for a work request."""
+    work = is_work_request(query)
+    properties: dict[str, Any] = {
+        "evidence": {
+            "type": "array", "maxItems": MAX_EVIDENCE,
+            "items": {"type": "object",
+                      "properties": {"source": {"enum": list(source_ids)},
+                                     "quote": {"type": "string", "maxLength": MAX_QUOTE_CHARS}},
+                      "required": ["source", "quote"]},
+        },
+        "answer": {"type": "string", "maxLength": 200 if work else MAX_ANSWER_CHARS},
+    }
+    if not work:  # an artifact has no outcome to classify
+        properties["status"] = {"enum": list(STATUSES)}
+    return {"type": "object", "properties": properties, "required": list(properties)}
+
+
+def reply_grammar(schema: dict[str, Any], query: str) -> str:
+    """The llguidance grammar of a reply: compact JSON, then for a work request a fenced block.
+
+    The runtime's own ``json_schema`` path lets the model indent, which costs a small
+    model a third of its tokens; llguidance's ``x-guidance`` option forbids it. An
+    artifact written as a JSON string made the 1.5B model loop on escaped newlines,
+    so a work request's artifact follows the JSON as an ordinary fenced block in one
+    of the languages the request names.
+    """
+    head = "%json " + json.dumps({"x-guidance": {"whitespace_flexible": False}, **_closed(schema)})
+    if not is_work_request(query) or "claims" in schema["properties"]:
+        return "%llguidance {}\nstart: " + head
+    languages = " | ".join(json.dumps(lang) for lang in requested_languages(query))
+    return ("%llguidance {}\nstart: head \"\\n```\" lang \"\\n\" body \"```\"\n"
+            f"head: {head}\nlang: {languages}\nbody: /[^`]+/\n")
+
+
+def split_reply(text: str) -> tuple[str, str | None, str | None]:
+    """(JSON head, artifact language, artifact) of a reply made under `reply_grammar`."""
+    head, fence, rest = text.partition("\n```")
+    if not fence:
+        return text, None, None
+    language, _, body = rest.partition("\n")
+    return head, language.strip() or None, body.removesuffix("```").strip("\n")
+
+
+def _closed(schema: Any) -> Any:
+    """Every object of `schema` with ``additionalProperties: false``: llguidance follows JSON
+    Schema's default (extra keys allowed), and a small model then invents keys until it runs out."""
+    if isinstance(schema, dict):
+        closed = {key: _closed(value) for key, value in schema.items()}
+        if schema.get("type") == "object":
+            closed["additionalProperties"] = False
+        return closed
+    if isinstance(schema, list):
+        return [_closed(item) for item in schema]
+    return schema
+
+
+def claims_schema(source_ids: Sequence[str]) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": {"claims": {
+            "type": "array", "maxItems": MAX_CLAIMS,
+            "items": {"type": "object",
+                      "properties": {"source": {"enum": list(source_ids)},
+                                     "quote": {"type": "string", "maxLength": MAX_QUOTE_CHARS},
+                                     "claim": {"type": "string", "maxLength": MAX_QUOTE_CHARS}},
+                      "required": ["source", "quote", "claim"]},
+        }},
+        "required": ["claims"],
+    }
+
+
+# -- running a style -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Completion:
+    """One constrained or free model call, as a style sees it."""
+
+    text: str
+    prompt_tokens: int
+    completion_tokens: int
+    seconds: float
+    prompt_seconds: float
+    generation_seconds: float
+    finish_reason: str
+
+
+# complete(messages, json_schema or None) -> Completion; the reader supplies settings.
+Complete = Callable[[list[dict], dict[str, Any] | None], Completion]
+
+
+@dataclass(frozen=True)
+class StyleRun:
+    """What a style produced: the raw replies (kept, and cached) and their summed cost."""
+
+    raw_text: str  # the reply; for two-step a JSON object {"claims": ..., "answer": ...}
+    prompt_tokens: int
+    completion_tokens: int
+    seconds: float
+    prompt_seconds: float
+    generation_seconds: float
+    finish_reason: str
+    calls: int
+
+
+def _claims_messages(query: str, claims: list[dict], passages: Sequence[Passage], as_of: str | None,
+                     ) -> list[dict]:
+    dates = {p.source_id: p.artifact_date for p in passages}
+    ordered = sorted(claims, key=lambda c: (dates.get(c["source"]) is None, dates.get(c["source"]) or ""))
+    lines = [f"- ({dates.get(c['source']) or 'undated'}) [{c['source']}] {c['claim'].strip()} "
+             f"(quote: \"{c['quote'].strip()}\")" for c in ordered]
+    parts = []
+    if as_of:
+        parts.append(f"Today is {as_of}. Answer as of {as_of}.")
+    parts.append("Claims extracted from the project's sources (oldest first):\n" + "\n".join(lines))
+    if is_work_request(query):
+        parts.append("Sources:\n\n" + "\n\n".join(render_dated_passage(p)
+                                                 for p in ordered_for_reading(passages, as_of)))
+    parts.append(f"Question{f' (as of {as_of})' if as_of else ''}: {query.strip()}")
+    parts.append(answer_ask(query))
+    return [{"role": "system", "content": SYSTEM_DATED}, {"role": "user", "content": "\n\n".join(parts)}]
+
+
+def run_style(style: str, complete: Complete, query: str, passages: Sequence[Passage],
+              as_of: str | None) -> StyleRun:
+    """Ask the model in `style`; the caller renders `raw_text` with `render`."""
+    ids = list(dict.fromkeys(p.source_id for p in passages))
+    messages = messages_for(style, query, passages, as_of)
+    if style == "dated":
+        return single(complete(messages, None))
+    if style == "structured":
+        return single(complete(messages, answer_schema(ids, query)))
+    first = complete(messages, claims_schema(ids))
+    claims = _parse_json(first.text).get("claims") or []
+    claims = [c for c in claims if isinstance(c, dict) and c.get("source") in ids]
+    if not claims:  # nothing bears on the question: no second call
+        return StyleRun(json.dumps({"claims": first.text, "answer": None}), first.prompt_tokens,
+                        first.completion_tokens, first.seconds, first.prompt_seconds,
+                        first.generation_seconds, first.finish_reason, calls=1)
+    claimed = list(dict.fromkeys(c["source"] for c in claims))
+    second = complete(_claims_messages(query, claims, passages, as_of), answer_schema(claimed, query))
+    return StyleRun(
+        json.dumps({"claims": first.text, "answer": second.text}),
+        first.prompt_tokens + second.prompt_tokens, first.completion_tokens + second.completion_tokens,
+        first.seconds + second.seconds, first.prompt_seconds + second.prompt_seconds,
+        first.generation_seconds + second.generation_seconds, second.finish_reason, calls=2,
+    )
+
+
+def single(completion: Completion) -> StyleRun:
+    return StyleRun(completion.text, completion.prompt_tokens, completion.completion_tokens,
+                    completion.seconds, completion.prompt_seconds, completion.generation_seconds,
+                    completion.finish_reason, calls=1)
+
+
+def _parse_json(text: str | None) -> dict[str, Any]:
+    """A constrained reply is JSON unless generation hit the token limit; then it is not."""
+    try:
+        value = json.loads(text or "")
+    except json.JSONDecodeError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+# -- rendering -----------------------------------------------------------------------------
+
+_SPACE = re.compile(r"\s+")
+
+
+def _normal(text: str) -> str:
+    return _SPACE.sub(" ", text).strip().casefold()
+
+
+def quote_verified(quote: str, source_id: str, passages: Sequence[Passage]) -> bool:
+    wanted = _normal(quote)
+    return bool(wanted) and any(wanted in _normal(p.text) for p in passages if p.source_id == source_id)
+
+
+@dataclass(frozen=True)
+class Rendered:
+    text: str
+    extra: dict[str, Any]
+
+
+def render(style: str, raw_text: str, passages: Sequence[Passage]) -> Rendered:
+    """The answer text of a reply: free text as is; structured fields as prose plus a code block."""
+    if style in ("plain", "dated"):
+        return Rendered(raw_text, {})
+    extra: dict[str, Any] = {}
+    if style == "two-step":
+        both = _parse_json(raw_text)
+        claims = _parse_json(both.get("claims")).get("claims") or []
+        extra["claims"] = [{**c, "verified": quote_verified(str(c.get("quote", "")), c.get("source", ""),
+                                                           passages)}
+                           for c in claims if isinstance(c, dict)]
+        if both.get("answer") is None:
+            return Rendered(f"{INSUFFICIENT}.", extra | {"no_claims": True})
+        raw_text = both["answer"]
+    head, language, artifact = split_reply(raw_text)
+    reply = _parse_json(head)
+    if not reply:
+        extra["unparsed_reply"] = True  # cut off by the token limit: keep nothing unchecked
+        return Rendered(f"{INSUFFICIENT}.", extra)
+    evidence = [e for e in reply.get("evidence") or [] if isinstance(e, dict)]
+    extra["evidence"] = [{"source": e.get("source"), "quote": e.get("quote"),
+                          "verified": quote_verified(str(e.get("quote", "")), e.get("source", ""), passages)}
+                         for e in evidence]
+    status = reply.get("status")
+    extra["status"] = status
+    # Code belongs in the artifact; a fence opened inside the answer (and cut by its length
+    # limit) would swallow the artifact's own fence.
+    answer = str(reply.get("answer") or "").split("```", 1)[0].strip().rstrip(":").strip()
+    if not answer or INSUFFICIENT in answer.lower():
+        return Rendered(f"{INSUFFICIENT}.", extra)
+    cited = list(dict.fromkeys(str(e.get("source")) for e in evidence if e.get("source")))
+    missing = [c for c in cited if f"[{c}]" not in answer]
+    text = answer + (f" [{', '.join(missing)}]" if missing else "")
+    if status and status != "not-applicable":
+        text = f"Status: {status}. {text}"
+    if artifact and artifact.strip():
+        text += f"\n\n```{language or ''}\n{artifact.rstrip()}\n```"
+    return Rendered(text, extra)

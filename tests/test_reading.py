@@ -1,0 +1,163 @@
+"""Reading styles: prompts, grammars, rendering, and the styles on a real model and real runs."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import FIXTURE_HISTORY, FIXTURE_TASKS
+
+from memory_baseline.answer_cache import AnswerCache
+from memory_baseline.config import Config, ReaderConfig
+from memory_baseline.context import Passage
+from memory_baseline.reader_study import ceiling_rows, choose_style, outcome_rows, run_reader_study
+from memory_baseline.readers import ReaderError, get_reader
+from memory_baseline.reading import (
+    STATUSES,
+    answer_schema,
+    claims_schema,
+    is_work_request,
+    messages_for,
+    ordered_for_reading,
+    quote_verified,
+    render,
+    reply_grammar,
+    split_reply,
+)
+from memory_baseline.store import Store
+from memory_instrument import load_tasks
+
+ADR7 = Passage("decisions/adr-007.md#0", "decisions/adr-007.md",
+               "# ADR-007\nNew services store their events in PostgreSQL.", None, "decision",
+               "2024-07-10", 1)
+ADR9 = Passage("decisions/adr-009.md#0", "decisions/adr-009.md",
+               "# ADR-009\nWe do not adopt Redis. The proposal is rejected.", None, "decision",
+               "2024-08-14", 2)
+SESSION = Passage("sessions/session-040.md#0", "sessions/session-040.md",
+                  "Omar proposed Redis for fan-out.", None, "session", "2024-08-01", 3)
+
+
+def test_work_requests_are_exactly_the_fixture_downstream_tasks():
+    for task in load_tasks(FIXTURE_TASKS):
+        assert is_work_request(task.query) == (task.question_type == "downstream"), task.id
+
+
+def test_dated_prompt_states_the_date_first_and_orders_passages_by_date():
+    messages = messages_for("structured", "Did we adopt Redis?", [ADR9, ADR7, SESSION], "2024-09-01")
+    user = messages[1]["content"]
+    assert user.startswith("Today is 2024-09-01.")
+    positions = [user.index(f"[{p.source_id}]") for p in (ADR7, SESSION, ADR9)]
+    assert positions == sorted(positions)
+    assert "dated: 2024-08-01" in user and "kind: session" in user
+    # Without a date the retrieval rank order stands.
+    assert [p.source_id for p in ordered_for_reading([ADR9, ADR7], None)] == [ADR9.source_id, ADR7.source_id]
+
+
+def test_schema_restricts_citations_to_admitted_ids_and_closes_objects():
+    schema = answer_schema([ADR7.source_id, ADR9.source_id], "Did we adopt Redis?")
+    item = schema["properties"]["evidence"]["items"]
+    assert item["properties"]["source"] == {"enum": [ADR7.source_id, ADR9.source_id]}
+    assert schema["properties"]["status"] == {"enum": list(STATUSES)}
+    grammar = reply_grammar(schema, "Did we adopt Redis?")
+    head = json.loads(grammar.split("%json ", 1)[1])
+    assert head["x-guidance"] == {"whitespace_flexible": False}
+    assert head["additionalProperties"] is False
+    assert head["properties"]["evidence"]["items"]["additionalProperties"] is False
+    assert "```" not in grammar
+
+
+def test_work_request_gets_a_fenced_block_in_the_named_language_and_no_status():
+    query = "Write the TOML entry that registers the service. Reply with one fenced toml block."
+    schema = answer_schema([ADR7.source_id], query)
+    assert "status" not in schema["properties"]
+    grammar = reply_grammar(schema, query)
+    assert 'lang: "toml"' in grammar and "body: /[^`]+/" in grammar
+    assert "claims" in claims_schema([ADR7.source_id])["properties"]
+
+
+def test_render_structured_reply():
+    reply = json.dumps({"evidence": [{"source": ADR9.source_id, "quote": "We do not adopt Redis."}],
+                        "answer": "No, Redis was not adopted.", "status": "rejected"})
+    rendered = render("structured", reply, [ADR9])
+    assert rendered.text == f"Status: rejected. No, Redis was not adopted. [{ADR9.source_id}]"
+    assert rendered.extra["evidence"][0]["verified"] is True
+    # The quote is kept for the trace, not put into the scored text.
+    assert "We do not adopt" not in rendered.text
+
+
+def test_render_abstention_unparsed_and_artifact():
+    abstain = json.dumps({"evidence": [], "answer": "insufficient evidence", "status": "not-applicable"})
+    assert render("structured", abstain, [ADR7]).text == "insufficient evidence."
+    cut = render("structured", '{"evidence":[{"source":"decisions/adr-007.md","quote":"New', [ADR7])
+    assert cut.text == "insufficient evidence." and cut.extra["unparsed_reply"]
+    work = (json.dumps({"evidence": [], "answer": "It follows ADR-007:\n```toml\n[services.x"})
+            + '\n```toml\n[services.shipments]\nevent_store = "postgresql"\n```')
+    assert split_reply(work)[1] == "toml"
+    text = render("structured", work, [ADR7]).text
+    assert text == 'It follows ADR-007\n\n```toml\n[services.shipments]\nevent_store = "postgresql"\n```'
+
+
+def test_render_two_step_without_claims_abstains():
+    raw = json.dumps({"claims": json.dumps({"claims": []}), "answer": None})
+    rendered = render("two-step", raw, [ADR7])
+    assert rendered.text == "insufficient evidence." and rendered.extra["no_claims"]
+
+
+def test_quote_verification_ignores_case_and_whitespace():
+    assert quote_verified("we do NOT   adopt redis", ADR9.source_id, [ADR9])
+    assert not quote_verified("we adopt redis", ADR9.source_id, [ADR9])
+    assert not quote_verified("We do not adopt Redis.", ADR7.source_id, [ADR9])
+
+
+def test_extractive_has_no_styles_and_unknown_styles_fail_in_one_line():
+    with pytest.raises(ReaderError, match="asks no model"):
+        get_reader(ReaderConfig(name="extractive", style="structured"))
+    with pytest.raises(ReaderError, match="unknown style"):
+        get_reader(ReaderConfig(name="smollm2", style="poetic"))
+
+
+@pytest.mark.parametrize("style", ["structured", "two-step"])
+def test_styles_on_a_real_model_cite_only_admitted_ids(style, tmp_path):
+    reader = get_reader(ReaderConfig(name="smollm2", style=style, max_answer_tokens=160),
+                        cache=AnswerCache(tmp_path))
+    answer = reader.answer("Did we adopt Redis for fan-out?", [ADR9, SESSION], "2024-09-01")
+    assert set(answer.citations) <= {ADR9.source_id, SESSION.source_id}
+    assert answer.unknown_citations == () or "removed_citations" in answer.extra
+    assert 1 <= answer.usage.calls <= 2 and answer.reader["style"] == style
+    again = reader.answer("Did we adopt Redis for fan-out?", [ADR9, SESSION], "2024-09-01")
+    assert again.cached and again.text == answer.text
+
+
+def test_consulted_history_with_nothing_admitted_abstains_without_a_call(tmp_path):
+    reader = get_reader(ReaderConfig(name="smollm2"), cache=AnswerCache(tmp_path))
+    answer = reader.answer("What autoscaling policy did we set?", [], None)
+    assert answer.abstained and answer.usage.calls == 0
+    # No memory at all is another thing: the model is asked, without history.
+    messages = reader.messages("What autoscaling policy did we set?", [], None, history=False)
+    assert "no project history is available" in messages[0]["content"]
+
+
+def test_reader_study_runs_oracle_conditions_per_style(conn, index_name, tmp_path):
+    corpora = {"fixture": (FIXTURE_HISTORY, FIXTURE_TASKS, 6)}
+    config = Config(index=index_name).with_overrides(reader={"name": "smollm2", "max_answer_tokens": 96})
+    try:
+        _check_study(conn, config, corpora, tmp_path)
+    finally:
+        Store(conn, f"{index_name}_fixture").drop()  # the study's index for this corpus
+
+
+def _check_study(conn, config, corpora, tmp_path):
+    study = run_reader_study(conn, config, corpora, ["plain", "structured"], conditions=["oracle-span"],
+                             runs_root=tmp_path, progress=False)
+    rows = ceiling_rows(study.run_dir)
+    overall = {r["style"]: r for r in rows if r["question_type"] == "all"}
+    assert set(overall) == {"plain", "structured"}
+    assert all(r["cases"] == 6 and r["cited_outside_context"] == 0 for r in overall.values())
+    assert overall["structured"]["calls_per_answer"] <= 1
+    assert len(outcome_rows(study.run_dir)) == 12
+    choice = choose_style(study.run_dir, condition="oracle-span")
+    assert choice["style"] in {"plain", "structured"} and choice["split"] == "dev"
+    # A resumed study finds every run complete and adds none.
+    again = run_reader_study(conn, config, corpora, ["plain", "structured"], conditions=["oracle-span"],
+                             resume=study.run_dir, progress=False)
+    assert len(again.manifest["runs"]) == 2
