@@ -23,8 +23,8 @@ def _tags(cell) -> list[str]:
     return list(cell.get("metadata", {}).get("tags", []))
 
 
-def test_there_are_eight_chapters():
-    assert [p.stem[:2] for p in NOTEBOOKS] == [f"0{i}" for i in range(1, 9)]
+def test_there_are_nine_chapters():
+    assert [p.stem[:2] for p in NOTEBOOKS] == [f"0{i}" for i in range(1, 10)]
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)

@@ -73,21 +73,18 @@ def run_reader_study(
                          if limit is not None else repo_path(tasks_path))
             for style in styles:
                 key = {"corpus": corpus_name, "style": style, "condition": condition}
-                entry = next((r for r in runs if all(r[k] == v for k, v in key.items())), None)
-                if entry is not None and entry.get("status") == "complete":
-                    continue
+                if any(all(r[k] == v for k, v in key.items()) for r in runs):
+                    continue  # finished before this study was resumed
+                # One folder per (corpus, condition, style): an interrupted run there is resumed.
+                slot = study.run_dir / "runs" / f"{corpus_name}.{condition}.{style}"
+                started = sorted(path.parent for path in slot.glob("*/manifest.json"))
                 # One index per corpus: syncing another corpus into it would re-embed each time.
                 config = base_config.with_overrides(index=f"{base_config.index}_{corpus_name}",
                                                     reader={"style": style})
-                run_dir = run_evaluation(
-                    conn, config, task_file, repo_path(history), [condition],
-                    runs_root=study.run_dir / "runs", progress=progress,
-                    resume=repo_path(entry["run_dir"]) if entry else None,
-                )
-                if entry is None:
-                    entry = {**key, "run_dir": display_path(run_dir)}
-                    runs.append(entry)
-                entry["status"] = "complete"
+                run_dir = run_evaluation(conn, config, task_file, repo_path(history), [condition],
+                                         runs_root=slot, progress=progress,
+                                         resume=started[-1] if started else None)
+                runs.append({**key, "run_dir": display_path(run_dir), "status": "complete"})
                 study.record("runs", runs)
     study.finish()
     return study

@@ -77,9 +77,10 @@ ASK_DATED = (
     f"not answer the question, reply exactly: {INSUFFICIENT}."
 )
 ASK_STRUCTURED = (
-    f"Reply in JSON. evidence: up to {MAX_EVIDENCE} items, each a source id and a short verbatim "
-    "quote from that source that bears on the question. answer: one or two sentences that answer "
-    f"the question from that evidence (or exactly: {INSUFFICIENT}). " + STATUS_GUIDE
+    f"Reply in JSON. evidence: up to {MAX_EVIDENCE} items, one from each source that bears on the "
+    "question: its source id and a short verbatim quote. answer: one or two sentences that answer "
+    "the question from that evidence, in its words; when the question asks why, give the reasons "
+    f"the sources state (or answer exactly: {INSUFFICIENT}). " + STATUS_GUIDE
 )
 ASK_ARTIFACT = (
     " This is a work request: the answer is one sentence naming the decisions the work follows. "
@@ -89,14 +90,18 @@ ASK_ARTIFACT = (
 ASK_CLAIMS = (
     f"Reply in JSON. claims: up to {MAX_CLAIMS} statements from the sources that bear on the "
     "question, each with its source id, a short verbatim quote, and the claim in a few words. "
-    "Include statements that something was proposed, decided, rejected, replaced, promised or done. "
-    "Give no claims if no source bears on the question."
+    "Include statements that something was proposed, decided, rejected, replaced, promised or done, "
+    "and the reasons given."
 )
 
-# Recorded in the reader identity: a changed template is a different reader.
+# Bump when the schemas or grammars change shape: the answer cache keys on the prompt text,
+# which a schema change leaves as it was.
+GRAMMAR_VERSION = 2
+# Recorded in the reader identity: a changed template or grammar is a different reader.
 TEMPLATE_SHA256 = hashlib.sha256(
     json.dumps([SYSTEM_DATED, STATUS_GUIDE, ASK_DATED, ASK_STRUCTURED, ASK_ARTIFACT, ASK_CLAIMS,
-                STATUSES, ARTIFACT_LANGUAGES, MAX_EVIDENCE, MAX_CLAIMS]).encode("utf-8")
+                STATUSES, ARTIFACT_LANGUAGES, MAX_EVIDENCE, MAX_CLAIMS, MAX_QUOTE_CHARS,
+                MAX_ANSWER_CHARS, GRAMMAR_VERSION]).encode("utf-8")
 ).hexdigest()[:16]
 
 _WORK_VERB = re.compile(r"\b(write|draft|generate|create|produce|add)\b", re.IGNORECASE)
@@ -171,7 +176,7 @@ def answer_schema(source_ids: Sequence[str], query: str) -> dict[str, Any]:
     work = is_work_request(query)
     properties: dict[str, Any] = {
         "evidence": {
-            "type": "array", "maxItems": MAX_EVIDENCE,
+            "type": "array", "minItems": 1, "maxItems": MAX_EVIDENCE,
             "items": {"type": "object",
                       "properties": {"source": {"enum": list(source_ids)},
                                      "quote": {"type": "string", "maxLength": MAX_QUOTE_CHARS}},
@@ -227,7 +232,7 @@ def claims_schema(source_ids: Sequence[str]) -> dict[str, Any]:
     return {
         "type": "object",
         "properties": {"claims": {
-            "type": "array", "maxItems": MAX_CLAIMS,
+            "type": "array", "minItems": 1, "maxItems": MAX_CLAIMS,
             "items": {"type": "object",
                       "properties": {"source": {"enum": list(source_ids)},
                                      "quote": {"type": "string", "maxLength": MAX_QUOTE_CHARS},
