@@ -928,27 +928,7 @@ ex.show_table(overall, study.caption("Table 9.1: pass rate with oracle context a
                                      "corpus, condition and reading style"))
 ''', IGNORE),
     code('''
-import numpy as np
-
-by_type = [r for r in rs.ceiling_rows(study.run_dir) if r["question_type"] != "all"]
-types = sorted({r["question_type"] for r in by_type})
-panels = sorted({(r["corpus"], r["condition"]) for r in by_type})
-fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 0.5 * len(styles) + 2.2),
-                         squeeze=False)
-for ax, (corpus, condition) in zip(axes[0], panels, strict=True):
-    grid = np.full((len(styles), len(types)), np.nan)
-    for r in by_type:
-        if (r["corpus"], r["condition"]) == (corpus, condition) and r["style"] in styles:
-            grid[styles.index(r["style"]), types.index(r["question_type"])] = r["pass_rate"]
-    ax.imshow(grid, vmin=0, vmax=1, cmap="viridis", aspect="auto")
-    ax.set_xticks(range(len(types)), types, rotation=35, fontsize=7)
-    ax.set_yticks(range(len(styles)), styles, fontsize=8)
-    ax.set_title(f"{corpus}, {condition}", fontsize=8)
-    for (i, j), value in np.ndenumerate(grid):
-        if not np.isnan(value):
-            ax.text(j, i, f"{value:.2f}", ha="center", va="center", fontsize=7,
-                    color="white" if value < 0.6 else "black")
-fig.tight_layout()
+fig = rs.ceiling_figure(rs.ceiling_rows(study.run_dir), styles, plt)
 ex.show_figure(fig, study.caption("Figure 9.1: pass rate with oracle context per reading style and "
                                   "question type"), run_name=study.name,
                save_as=study.run_dir / "ceiling.png")

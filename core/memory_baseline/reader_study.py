@@ -158,3 +158,54 @@ def choose_style(study_dir: str | Path, *, corpus: str = "fixture", condition: s
     return {"style": best["style"], "pass_rate": best["pass_rate"], "split": split,
             "corpus": corpus, "condition": condition,
             "candidates": {r["style"]: r["pass_rate"] for r in rows}}
+
+
+def ceiling_figure(rows: Sequence[Mapping[str, Any]], styles: Sequence[str], plt: Any) -> Any:
+    """Heat maps of pass rate, style x question type, one panel per corpus and condition."""
+    import numpy as np
+
+    by_type = [r for r in rows if r["question_type"] != "all" and r["style"] in styles]
+    types = sorted({r["question_type"] for r in by_type})
+    panels = sorted({(r["corpus"], r["condition"]) for r in by_type})
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 0.5 * len(styles) + 2.2),
+                             squeeze=False)
+    for ax, (corpus, condition) in zip(axes[0], panels, strict=True):
+        grid = np.full((len(styles), len(types)), np.nan)
+        for r in by_type:
+            if (r["corpus"], r["condition"]) == (corpus, condition):
+                grid[list(styles).index(r["style"]), types.index(r["question_type"])] = r["pass_rate"]
+        ax.imshow(grid, vmin=0, vmax=1, cmap="viridis", aspect="auto")
+        ax.set_xticks(range(len(types)), types, rotation=35, fontsize=7)
+        ax.set_yticks(range(len(styles)), styles, fontsize=8)
+        ax.set_title(f"{corpus}, {condition}", fontsize=8)
+        for (i, j), value in np.ndenumerate(grid):
+            if not np.isnan(value):
+                ax.text(j, i, f"{value:.2f}", ha="center", va="center", fontsize=7,
+                        color="white" if value < 0.6 else "black")
+    fig.tight_layout()
+    return fig
+
+
+def export_results(study_dir: str | Path, out_dir: str | Path) -> Path:
+    """Write `reader-ceiling.json` (every row, the study's manifest) and its figure to `out_dir`."""
+    import matplotlib
+
+    matplotlib.use("Agg")  # a file, not a notebook: no display needed
+    import matplotlib.pyplot as plt
+
+    study_dir, out = repo_path(study_dir), repo_path(out_dir)
+    manifest = json.loads((study_dir / "manifest.json").read_text(encoding="utf-8"))
+    styles = manifest["parameters"]["styles"]
+    by_type = ceiling_rows(study_dir)
+    document = {
+        "study": display_path(study_dir), "manifest": manifest,
+        "dev_choice": choose_style(study_dir) if any(r["corpus"] == "fixture" for r in by_type) else None,
+        "by_question_type": by_type, "by_split": ceiling_rows(study_dir, by=("split",)),
+    }
+    out.mkdir(parents=True, exist_ok=True)
+    target = out / "reader-ceiling.json"
+    target.write_text(json.dumps(document, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    figure = ceiling_figure(by_type, styles, plt)
+    figure.savefig(out / "reader-ceiling.png", dpi=120, bbox_inches="tight")
+    plt.close(figure)
+    return target

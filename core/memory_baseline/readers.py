@@ -28,6 +28,13 @@ Readers:
   when nothing overlaps enough. A transparent floor for reader comparisons
   and fast enough for CI.
 
+How an LLM reader is asked is its style (`ReaderConfig.style`, `memory_baseline.reading`):
+``plain`` is the template above; ``dated``, ``structured`` (grammar-constrained JSON whose
+cited ids come from an enum of the admitted ids) and ``two-step`` are the reader
+engineering measured in chapter 9. Without history (no-memory) every style asks the
+plain no-history way; with history consulted and nothing admitted, an LLM reader
+abstains without a model call.
+
 LLM answers are cached by reader identity and exact prompt
 (`memory_baseline.answer_cache`); a hit is marked `Answer.cached` and
 ``extra["cache"]``, costs no model call, and keeps the original token counts.
