@@ -46,7 +46,7 @@ def answer_cache(tmp_path) -> AnswerCache:
 
 
 def test_prompt_count_is_the_runtime_count(answer_cache):
-    reader = get_reader(ReaderConfig(name="smollm2", max_answer_tokens=8), cache=answer_cache)
+    reader = get_reader(ReaderConfig(name="smollm2", max_answer_tokens=8, style="plain"), cache=answer_cache)
     messages = build_messages("Which store do new services use?", [ADR, LUNCH], "2024-10-07")
     counted = reader.count_prompt_tokens(messages)
     assert counted == get_llm("smollm2").count_chat_tokens(messages)
@@ -57,7 +57,7 @@ def test_prompt_count_is_the_runtime_count(answer_cache):
 
 
 def test_qwen_answer_cites_only_admitted_ids_and_is_cached(answer_cache):
-    config = ReaderConfig(name="qwen-0.5b", max_answer_tokens=64)
+    config = ReaderConfig(name="qwen-0.5b", max_answer_tokens=64, style="plain")  # free-text enforcement
     reader = get_reader(config, cache=answer_cache)
     query = "What event store should new services use?"
     first = reader.answer(query, [ADR, LUNCH], "2024-10-07")

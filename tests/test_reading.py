@@ -109,9 +109,14 @@ def test_quote_verification_ignores_case_and_whitespace():
     assert not quote_verified("We do not adopt Redis.", ADR7.source_id, [ADR9])
 
 
-def test_extractive_has_no_styles_and_unknown_styles_fail_in_one_line():
-    with pytest.raises(ReaderError, match="asks no model"):
-        get_reader(ReaderConfig(name="extractive", style="structured"))
+def test_extractive_reads_alike_in_every_style_and_unknown_styles_fail_in_one_line():
+    plain = get_reader(ReaderConfig(name="extractive", style="plain"))
+    styled = get_reader(ReaderConfig(name="extractive", style="structured"))
+    assert styled.identity == plain.identity
+    assert styled.answer("Did we adopt Redis?", [ADR9], None).text == \
+        plain.answer("Did we adopt Redis?", [ADR9], None).text
+    with pytest.raises(ReaderError, match="unknown style"):
+        get_reader(ReaderConfig(name="extractive", style="poetic"))
     with pytest.raises(ReaderError, match="unknown style"):
         get_reader(ReaderConfig(name="smollm2", style="poetic"))
 

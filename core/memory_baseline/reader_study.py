@@ -124,7 +124,9 @@ def ceiling_rows(study_dir: str | Path, *, by: Sequence[str] = ("question_type",
         rows.append({
             "corpus": corpus, "style": style, "condition": condition, **dict(zip(by, parts, strict=True)),
             "cases": len(members), "passed": passed, "pass_rate": round(passed / len(members), 3),
-            "cited_outside_context": sum(len(c["unknown_citations"]) for c in members),
+            # The instrument's own check of the returned text (enforced to be zero) ...
+            "cited_outside_context": sum(len(c["score"]["unknown_citations"]) for c in members),
+            # ... and what the model wrote that the reader removed before returning.
             "citations_removed": sum(len(c.get("reader_trace", {}).get("removed_citations", []))
                                      for c in members),
             **_cost(members),

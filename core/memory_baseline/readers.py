@@ -624,8 +624,8 @@ class ExtractiveReader:
     tokenizer_name = "all-MiniLM-L6-v2 wordpiece"
 
     def __init__(self, config: ReaderConfig, *, max_sentences: int = 3, min_overlap: float = 0.34):
-        if config.style != "plain":
-            raise ReaderError(f"reader extractive has no style {config.style!r}: it asks no model")
+        # A style is how a model is asked; this reader asks none, so every style reads the same.
+        _check_style(config.style, "extractive")
         self.max_sentences = max_sentences
         self.min_overlap = min_overlap
         self.identity = {"name": "extractive", "version": "extractive-1",
