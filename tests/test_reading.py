@@ -11,7 +11,7 @@ from memory_baseline.answer_cache import AnswerCache
 from memory_baseline.config import Config, ReaderConfig
 from memory_baseline.context import Passage
 from memory_baseline.reader_study import ceiling_rows, choose_style, outcome_rows, run_reader_study
-from memory_baseline.readers import ReaderError, get_reader
+from memory_baseline.readers import ReaderError, check_citations, get_reader
 from memory_baseline.reading import (
     STATUSES,
     answer_schema,
@@ -166,3 +166,15 @@ def _check_study(conn, config, corpora, tmp_path):
     again = run_reader_study(conn, config, corpora, ["plain", "structured"], conditions=["oracle-span"],
                              resume=study.run_dir, progress=False)
     assert len(again.manifest["runs"]) == 2
+
+
+def test_work_request_prose_is_one_line_and_table_headers_are_not_citations():
+    work = (json.dumps({"evidence": [{"source": ADR7.source_id, "quote": "PostgreSQL"}],
+                        "answer": "The entry is:\n[services.shipments]\nevent_store = \"postgresql\""})
+            + '\n```toml\n[services.shipments]\nevent_store = "postgresql"\n```')
+    assert render("structured", work, [ADR7]).text.startswith(f"The entry is [{ADR7.source_id}]\n\n```toml")
+    # Plain free text with a table header outside a fence: enforcement removes it, since the
+    # instrument would read it as a citation of a source the reader never saw.
+    text = 'Add [services.shipments] with event_store "postgresql" [decisions/adr-007.md].'
+    checked = check_citations(text, [ADR7], enforce=True)
+    assert checked.unknown == ("services.shipments",) and "[services.shipments]" not in checked.text

@@ -169,7 +169,9 @@ _BRACKET = re.compile(r"(?P<lead>[ \t]*)\[(?P<inner>[^\[\]\n]+)\](?!\()")
 _PAREN_SOURCE = re.compile(r"(?P<lead>[ \t]*)\((?P<inner>\s*sources?\s*:[^()\n]+)\)", re.IGNORECASE)
 _LABEL = re.compile(r"^\s*(?:sources?|src)\s*:\s*", re.IGNORECASE)
 _ID_SHAPE = re.compile(r"[\w.\-@]+(?:/[\w.\-@]+)*(?:#[\w.\-:]+)?")
-_EXTENSION = re.compile(r"\.[A-Za-z][A-Za-z0-9]{0,7}$")
+# As broad as the instrument's notion of a cited id, so nothing it could count as a citation
+# outside the admitted context survives enforcement (e.g. a TOML header `[services.shipments]`).
+_EXTENSION = re.compile(r"\.[A-Za-z][A-Za-z0-9]*$")
 
 
 def _looks_like_id(candidate: str) -> bool:

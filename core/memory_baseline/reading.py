@@ -383,7 +383,10 @@ def render(style: str, raw_text: str, passages: Sequence[Passage]) -> Rendered:
     extra["status"] = status
     # Code belongs in the artifact; a fence opened inside the answer (and cut by its length
     # limit) would swallow the artifact's own fence.
-    answer = str(reply.get("answer") or "").split("```", 1)[0].strip().rstrip(":").strip()
+    answer = str(reply.get("answer") or "").split("```", 1)[0].strip()
+    if artifact is not None:  # a work request: its prose is the first line only
+        answer = answer.splitlines()[0] if answer else answer
+    answer = answer.rstrip(":").strip()
     if not answer or INSUFFICIENT in answer.lower():
         return Rendered(f"{INSUFFICIENT}.", extra)
     cited = list(dict.fromkeys(str(e.get("source")) for e in evidence if e.get("source")))
