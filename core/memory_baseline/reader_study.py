@@ -67,10 +67,12 @@ def run_reader_study(
                         for name, (h, t, lim) in corpora.items()},
         }, corpora={name: h for name, (h, _, _) in corpora.items()})
     runs: list[dict[str, Any]] = study.manifest.setdefault("runs", [])
+    task_files = {name: write_task_subset(tasks, study.run_dir / "tasks" / name, limit=limit)
+                  if limit is not None else repo_path(tasks)
+                  for name, (_, tasks, limit) in corpora.items()}
     for condition in conditions:
-        for corpus_name, (history, tasks_path, limit) in corpora.items():
-            task_file = (write_task_subset(tasks_path, study.run_dir / "tasks" / corpus_name, limit=limit)
-                         if limit is not None else repo_path(tasks_path))
+        for corpus_name, (history, _, _) in corpora.items():
+            task_file = task_files[corpus_name]
             for style in styles:
                 key = {"corpus": corpus_name, "style": style, "condition": condition}
                 if any(all(r[k] == v for k, v in key.items()) for r in runs):

@@ -298,22 +298,8 @@ def _check_style(style: str, reader: str) -> str:
 
 # -- LLM readers: shared generation, enforcement and caching ----------------------------
 
-@dataclass(frozen=True)
-class _Generation:
-    """What one model call produced, in the shape the cache stores."""
-
-    raw_text: str
-    prompt_tokens: int
-    completion_tokens: int
-    seconds: float
-    prompt_seconds: float
-    generation_seconds: float
-    finish_reason: str
-    calls: int = 1  # a two-step read makes two
-
-
 def _answer_from(
-    generation: _Generation, passages: Sequence[Passage], identity: dict, *, cached: bool,
+    generation: reading.StyleRun, passages: Sequence[Passage], identity: dict, *, cached: bool,
     seconds: float, cache_info: dict, style: str = "plain",
 ) -> Answer:
     rendered = reading.render(style, generation.raw_text, passages)
@@ -341,7 +327,7 @@ def _answer_from(
 
 def _cached_or_generated(
     cache_store: AnswerCache | None, identity: dict, prompt: str, settings: dict,
-    passages: Sequence[Passage], generate: Callable[[], _Generation], started: float,
+    passages: Sequence[Passage], generate: Callable[[], reading.StyleRun], started: float,
     style: str = "plain",
 ) -> Answer:
     """Serve the answer from the cache when the exact prompt was answered before, else generate."""
@@ -353,7 +339,7 @@ def _cached_or_generated(
     key = cache_key(identity, prompt, settings)
     record = cache_store.get(key, prompt)
     try:
-        generation = _Generation(**record["generation"]) if record is not None else None
+        generation = reading.StyleRun(**record["generation"]) if record is not None else None
     except (KeyError, TypeError):
         generation = None  # a record of another shape is a miss; the put below replaces it
     if generation is not None:
@@ -367,6 +353,17 @@ def _cached_or_generated(
     return _answer_from(generation, passages, identity, cached=False,
                         seconds=time.perf_counter() - started,
                         cache_info={"enabled": True, "hit": False, "key": key}, style=style)
+
+
+def _generation_settings(config: ReaderConfig, style: str, query: str, prompt_tokens: int,
+                         who: str) -> dict[str, Any]:
+    """Answer length, temperature and seed of one answer; refuse a prompt that leaves no room."""
+    room = config.context_window - prompt_tokens
+    if room < 1:
+        raise ReaderError(f"{who}: the prompt needs {prompt_tokens} tokens, the context window "
+                          f"holds {config.context_window}")
+    return {"max_tokens": min(reading.answer_allowance(style, query, config.max_answer_tokens), room),
+            "temperature": config.temperature, "seed": config.seed}
 
 
 def _answer_cache(config: ReaderConfig, given: AnswerCache | None) -> AnswerCache | None:
@@ -427,35 +424,27 @@ class LocalLLMReader:
         messages = self.messages(query, passages, as_of, history=history)
         llm = self.llm
         prompt = llm.render_chat(messages)
-        prompt_tokens = llm.count_chat_tokens(messages)
-        room = self.config.context_window - prompt_tokens
-        if room < 1:
-            raise ReaderError(f"reader {self.model}: the prompt needs {prompt_tokens} tokens, the "
-                              f"context window holds {self.config.context_window}")
         style = self.style if history else "plain"
-        allowance = reading.answer_allowance(style, query, self.config.max_answer_tokens)
-        settings = {"max_tokens": min(allowance, room),
-                    "temperature": self.config.temperature, "seed": self.config.seed}
+        settings = _generation_settings(self.config, style, query, llm.count_chat_tokens(messages),
+                                        f"reader {self.model}")
 
         def complete(call_messages: list[dict], schema: dict | None) -> reading.Completion:
-            room = self.config.context_window - llm.count_chat_tokens(call_messages)
-            if room < 1:
-                raise ReaderError(f"reader {self.model}: a {style} prompt does not fit the context "
-                                  f"window of {self.config.context_window} tokens")
+            max_tokens = settings["max_tokens"]
+            if call_messages is not messages:  # a two-step read's second prompt, not yet counted
+                left = self.config.context_window - llm.count_chat_tokens(call_messages)
+                if left < 1:
+                    raise ReaderError(f"reader {self.model}: a {style} prompt does not fit the "
+                                      f"context window of {self.config.context_window} tokens")
+                max_tokens = min(max_tokens, left)
             grammar = reading.reply_grammar(schema, query) if schema is not None else None
-            done = llm.chat(call_messages, **{**settings, "max_tokens": min(settings["max_tokens"], room)},
-                            grammar=grammar)
+            done = llm.chat(call_messages, **{**settings, "max_tokens": max_tokens}, grammar=grammar)
             return reading.Completion(done.text, done.prompt_tokens, done.completion_tokens, done.seconds,
                                       done.prompt_seconds, done.generation_seconds, done.finish_reason)
 
-        def generate() -> _Generation:
-            run = (reading.run_style(style, complete, query, passages, as_of) if style != "plain"
-                   else reading.single(complete(messages, None)))
-            return _Generation(run.raw_text, run.prompt_tokens, run.completion_tokens, run.seconds,
-                               run.prompt_seconds, run.generation_seconds, run.finish_reason, run.calls)
-
-        return _cached_or_generated(self._cache, self.identity, prompt, settings, passages,
-                                    generate, started, style=style)
+        return _cached_or_generated(
+            self._cache, self.identity, prompt, settings, passages,
+            lambda: reading.run_style(style, complete, messages, query, passages, as_of), started,
+            style=style)
 
 
 DEFAULT_OLLAMA_HOST = "http://127.0.0.1:11434"
@@ -551,16 +540,11 @@ class OllamaReader:
         if history and not passages:
             return no_evidence_answer(self.identity)
         messages = self.messages(query, passages, as_of, history=history)
-        prompt_tokens = self.count_prompt_tokens(messages)
-        room = self.config.context_window - prompt_tokens
-        if room < 1:
-            # Ollama would silently cut the prompt to fit; refuse instead.
-            raise ReaderError(f"ollama reader: the prompt needs {prompt_tokens} tokens, the "
-                              f"context window holds {self.config.context_window}")
         style = self.style if history else "plain"
-        max_tokens = min(reading.answer_allowance(style, query, self.config.max_answer_tokens), room)
-        settings = {"max_tokens": max_tokens, "temperature": self.config.temperature,
-                    "seed": self.config.seed}
+        # Ollama would silently cut a prompt that does not fit; this refuses instead.
+        settings = _generation_settings(self.config, style, query, self.count_prompt_tokens(messages),
+                                        "ollama reader")
+        max_tokens = settings["max_tokens"]
 
         def complete(call_messages: list[dict], schema: dict | None) -> reading.Completion:
             t0 = time.perf_counter()
@@ -575,17 +559,13 @@ class OllamaReader:
                 finish_reason=str(reply.done_reason or ""),
             )
 
-        def generate() -> _Generation:
-            run = (reading.run_style(style, complete, query, passages, as_of) if style != "plain"
-                   else reading.single(complete(messages, None)))
-            return _Generation(run.raw_text, run.prompt_tokens, run.completion_tokens, run.seconds,
-                               run.prompt_seconds, run.generation_seconds, run.finish_reason, run.calls)
-
         # Ollama renders its template server-side; the messages plus the template hash
         # in the identity pin the prompt exactly.
         prompt = json.dumps(messages, sort_keys=True, ensure_ascii=False)
-        return _cached_or_generated(self._cache, self.identity, prompt, settings, passages,
-                                    generate, started, style=style)
+        return _cached_or_generated(
+            self._cache, self.identity, prompt, settings, passages,
+            lambda: reading.run_style(style, complete, messages, query, passages, as_of), started,
+            style=style)
 
 
 # -- extractive ---------------------------------------------------------------

@@ -265,7 +265,7 @@ Complete = Callable[[list[dict], dict[str, Any] | None], Completion]
 
 @dataclass(frozen=True)
 class StyleRun:
-    """What a style produced: the raw replies (kept, and cached) and their summed cost."""
+    """What a style produced: the raw replies and their summed cost; the answer cache stores it."""
 
     raw_text: str  # the reply; for two-step a JSON object {"claims": ..., "answer": ...}
     prompt_tokens: int
@@ -274,7 +274,7 @@ class StyleRun:
     prompt_seconds: float
     generation_seconds: float
     finish_reason: str
-    calls: int
+    calls: int = 1  # records cached before two-step existed have no count: they made one call
 
 
 def _claims_messages(query: str, claims: list[dict], passages: Sequence[Passage], as_of: str | None,
@@ -295,19 +295,19 @@ def _claims_messages(query: str, claims: list[dict], passages: Sequence[Passage]
     return [{"role": "system", "content": SYSTEM_DATED}, {"role": "user", "content": "\n\n".join(parts)}]
 
 
-def run_style(style: str, complete: Complete, query: str, passages: Sequence[Passage],
-              as_of: str | None) -> StyleRun:
-    """Ask the model in `style`; the caller renders `raw_text` with `render`."""
-    ids = list(dict.fromkeys(p.source_id for p in passages))
-    messages = messages_for(style, query, passages, as_of)
-    if style == "dated":
+def run_style(style: str, complete: Complete, messages: list[dict], query: str,
+              passages: Sequence[Passage], as_of: str | None) -> StyleRun:
+    """Ask the model in `style`, starting from `messages` (the reader's first prompt, which it has
+    already built and counted); the caller renders `raw_text` with `render`."""
+    if style in ("plain", "dated"):
         return single(complete(messages, None))
+    ids = list(dict.fromkeys(p.source_id for p in passages))
     if style == "structured":
         return single(complete(messages, answer_schema(ids, query)))
     first = complete(messages, claims_schema(ids))
     claims = _parse_json(first.text).get("claims") or []
     claims = [c for c in claims if isinstance(c, dict) and c.get("source") in ids]
-    if not claims:  # nothing bears on the question: no second call
+    if not claims:  # a cut-off or empty extraction: no second call
         return StyleRun(json.dumps({"claims": first.text, "answer": None}), first.prompt_tokens,
                         first.completion_tokens, first.seconds, first.prompt_seconds,
                         first.generation_seconds, first.finish_reason, calls=1)
