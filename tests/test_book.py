@@ -175,3 +175,72 @@ def test_study_run_directory_is_fresh_and_complete(tmp_path):
     assert manifest["corpora"]["c"]["digest"] == experiments.corpus_digest(corpus)
     assert (first.run_dir / "table.csv").read_text(encoding="utf-8").splitlines()[0] == "a,b,c"
     assert first.run_dir.name in first.caption("Table 1")
+
+
+def _fake_repo(tmp_path: Path, profile: str, caption_run: str) -> Path:
+    """A repository layout with the real chapter sources and one executed chapter per source."""
+    repo = tmp_path / "repo"
+    (repo / "notebooks").mkdir(parents=True)
+    chapters = book.chapters_dir(repo)
+    chapters.mkdir(parents=True)
+    entries = {}
+    for source in NOTEBOOKS:
+        (repo / "notebooks" / source.name).write_bytes(source.read_bytes())
+        executed = nbformat.read(source, as_version=4)
+        executed.cells.append(nbformat.v4.new_markdown_cell(f"*Figure: x. Source: run `{caption_run}` "
+                                                            "(`manifest.json` there).*"))
+        nbformat.write(executed, chapters / source.name)
+        entries[source.stem] = {"profile": profile, "seconds": 1.0, "parameters": {}}
+    (chapters / book.EXECUTION_LOG).write_text(json.dumps({"chapters": entries}), encoding="utf-8")
+    return repo
+
+
+def test_publish_copies_chapters_and_the_runs_they_name_then_installs_them(tmp_path):
+    repo = _fake_repo(tmp_path, "full", "runs/book/ingest-x")
+    with pytest.raises(book.BookError, match="not here: runs/book/ingest-x"):
+        book.publish("full", repo)
+    run = repo / "runs" / "book" / "ingest-x"
+    run.mkdir(parents=True)
+    (run / "manifest.json").write_text("{}", encoding="utf-8")
+    (run / "summary.csv").write_text("a\n1\n", encoding="utf-8")
+    target = book.publish("full", repo)
+    assert (target / "runs/book/ingest-x/summary.csv").read_text(encoding="utf-8") == "a\n1\n"
+    log = json.loads((target / book.EXECUTION_LOG).read_text(encoding="utf-8"))
+    assert log["profile"] == "full" and log["runs"] == ["runs/book/ingest-x"]
+    for notebook in book.chapters_dir(repo).glob("*.ipynb"):
+        notebook.unlink()
+    installed = book.install_published(repo)
+    assert [p.name for p in installed] == [p.name for p in NOTEBOOKS]
+
+
+def test_publish_refuses_a_mixed_or_smoke_book(tmp_path):
+    repo = _fake_repo(tmp_path, "smoke", "runs/book/ingest-x")
+    with pytest.raises(book.BookError, match="not executed under the 'full' profile: 01_ingest"):
+        book.publish("full", repo)
+    with pytest.raises(book.BookError, match="no published chapters"):
+        book.install_published(repo)
+
+
+PUBLISHED = book.published_dir(REPO)
+
+
+@pytest.mark.skipif(not (PUBLISHED / book.EXECUTION_LOG).is_file(), reason="nothing published yet")
+def test_published_book_is_one_full_run_with_its_evidence():
+    """What the committed book shows: every chapter executed under `full`, with outputs, every
+    figure and table naming a run directory that is committed next to it."""
+    log = json.loads((PUBLISHED / book.EXECUTION_LOG).read_text(encoding="utf-8"))
+    assert log["profile"] == "full"
+    assert sorted(log["chapters"]) == [p.stem for p in NOTEBOOKS]
+    for source in NOTEBOOKS:
+        executed = PUBLISHED / source.name
+        notebook = nbformat.read(executed, as_version=4)
+        figures = [o for c in notebook.cells if c.cell_type == "code" for o in c.outputs
+                   if "image/png" in o.get("data", {})]
+        assert figures, f"{source.stem}: no figure in the published chapter"
+        assert not [o for c in notebook.cells if c.cell_type == "code" for o in c.outputs
+                    if o.get("output_type") == "error"], f"{source.stem} has an error output"
+        runs = book.runs_named(executed)
+        assert runs, f"{source.stem}: no caption names a run"
+        for run in runs:
+            manifest = json.loads((PUBLISHED / run / "manifest.json").read_text(encoding="utf-8"))
+            assert manifest.get("status", "complete") == "complete", run

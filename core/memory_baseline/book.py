@@ -7,6 +7,11 @@ directory, and `_toc.yml` points at those executed copies; `_config.yml` turns
 Jupyter Book's own execution off, so the book shows exactly what the profile run
 produced. Then `jupyter-book build` runs with warnings as errors.
 
+The published results are one `full` run: `publish()` copies its executed chapters,
+and every run directory their captions name, into `book/published/` (committed),
+and `book(published=True)` builds the book from those copies without executing
+anything, so the HTML shows exactly that run's outputs.
+
 Profile files: a `[all]` table of parameters offered to every notebook (each
 notebook takes only the names its `parameters` cell declares) and one table per
 notebook (`[03_embeddings]`) whose every key must be declared there — a typo is
@@ -16,6 +21,7 @@ an error, not a silently ignored setting.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -75,6 +81,69 @@ def notebook_sources(repo: Path = REPO_ROOT) -> list[Path]:
 
 def chapters_dir(repo: Path = REPO_ROOT) -> Path:
     return repo / "book" / "chapters"
+
+
+def published_dir(repo: Path = REPO_ROOT) -> Path:
+    return repo / "book" / "published"
+
+
+EXECUTION_LOG = "_execution.json"
+# Every figure and table caption ends with this (experiments.StudyRun.caption, run_caption).
+_RUN_NAMED = re.compile(r"Source: run `([^`]+)`")
+
+
+def runs_named(notebook: Path) -> list[str]:
+    """The run directories (repository-relative) that a notebook's captions name."""
+    return sorted(set(_RUN_NAMED.findall(notebook.read_text(encoding="utf-8"))))
+
+
+def publish(profile: str = "full", repo: Path = REPO_ROOT) -> Path:
+    """Copy the executed chapters and the run directories they name into `book/published/`.
+
+    Refuses unless every chapter in `book/chapters/` was executed under `profile`
+    (per `_execution.json`) and every run directory a caption names exists: the
+    published book must be one profile's run, with its evidence next to it. Run
+    directories keep their repository-relative paths under `book/published/`.
+    """
+    executed = chapters_dir(repo)
+    log_path = executed / EXECUTION_LOG
+    log = json.loads(log_path.read_text(encoding="utf-8")) if log_path.is_file() else {}
+    entries = log.get("chapters", {}) if isinstance(log.get("chapters"), dict) else {}
+    sources = notebook_sources(repo)
+    wrong = [s.stem for s in sources if entries.get(s.stem, {}).get("profile") != profile]
+    if wrong:
+        raise BookError(f"not executed under the {profile!r} profile: {', '.join(wrong)} "
+                        f"(run `memory-baseline book --profile {profile}` first)")
+    runs = {run for s in sources for run in runs_named(executed / s.name)}
+    missing = sorted(run for run in runs if not (repo / run / "manifest.json").is_file())
+    if missing:
+        raise BookError(f"captions name run directories that are not here: {', '.join(missing)}")
+    target = published_dir(repo)
+    shutil.rmtree(target, ignore_errors=True)
+    target.mkdir(parents=True)
+    for source in sources:
+        shutil.copyfile(executed / source.name, target / source.name)
+    for run in sorted(runs):
+        shutil.copytree(repo / run, target / run)
+    document = {"profile": profile, "published": datetime.now(UTC).isoformat(),
+                "chapters": {s.stem: entries[s.stem] for s in sources}, "runs": sorted(runs)}
+    (target / EXECUTION_LOG).write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
+    return target
+
+
+def install_published(repo: Path = REPO_ROOT) -> list[Path]:
+    """Put the published chapters where the book is built from; nothing is executed."""
+    source = published_dir(repo)
+    notebooks = sorted(source.glob("[0-9][0-9]_*.ipynb"))
+    if not notebooks:
+        raise BookError(f"no published chapters in {source}: run `memory-baseline book --profile "
+                        "full --publish` first")
+    target = chapters_dir(repo)
+    target.mkdir(parents=True, exist_ok=True)
+    for notebook in notebooks:
+        shutil.copyfile(notebook, target / notebook.name)
+    shutil.copyfile(source / EXECUTION_LOG, target / EXECUTION_LOG)
+    return [target / n.name for n in notebooks]
 
 
 def select_notebooks(sources: list[Path], only: str | None) -> list[Path]:
@@ -183,15 +252,27 @@ def build_html(repo: Path = REPO_ROOT) -> Path:
 
 def book(
     profile: str = "smoke", only: str | None = None, *, execute: bool = True, build: bool = True,
-    progress: bool = True, repo: Path = REPO_ROOT,
+    publish_after: bool = False, published: bool = False, progress: bool = True,
+    repo: Path = REPO_ROOT,
 ) -> BookResult:
     """Execute the chapter notebooks under `profile` (all, or `only` one), then build the book.
 
     A chapter that has never been executed and is not selected is copied in without
     outputs, so `--only` still yields a complete book; the result lists those
     placeholders. `book/chapters/_execution.json` records what ran, with which
-    parameters, and for how long.
+    parameters, and for how long. `published=True` builds from `book/published/`
+    instead (no execution); `publish_after=True` publishes the chapters once built.
     """
+    if published:
+        if only is not None or publish_after:
+            raise BookError("--from-published builds the committed chapters; it takes no --only or --publish")
+        install_published(repo)
+        result = BookResult(profile="published")
+        if build:
+            started = time.perf_counter()
+            result.index_html = build_html(repo)
+            result.build_seconds = time.perf_counter() - started
+        return result
     profile_path, settings = load_profile(profile, repo)
     sources = notebook_sources(repo)
     if not sources:
@@ -216,12 +297,14 @@ def book(
         if not copy.exists():
             shutil.copyfile(source, copy)
             result.placeholders.append(source.stem)
-    _write_log(target_dir / "_execution.json", result, profile_path)
+    _write_log(target_dir / EXECUTION_LOG, result, profile_path)
     if build:
         started = time.perf_counter()
         result.index_html = build_html(repo)
         result.build_seconds = time.perf_counter() - started
-        _write_log(target_dir / "_execution.json", result, profile_path)
+        _write_log(target_dir / EXECUTION_LOG, result, profile_path)
+    if publish_after:
+        publish(profile_path.stem, repo)
     return result
 
 

@@ -286,8 +286,9 @@ def cmd_book(args: argparse.Namespace) -> int:
     from .book import BookBuildFailed, book
 
     try:
-        result = book(profile=args.profile, only=args.only, build=not args.no_build,
-                      progress=not args.json)
+        result = book(profile=args.profile, only=args.only, execute=not args.no_execute,
+                      build=not args.no_build, publish_after=args.publish,
+                      published=args.from_published, progress=not args.json)
     except BookBuildFailed as exc:
         print(f"memory-baseline: book failed: {str(exc).strip().splitlines()[0]}", file=sys.stderr)
         return EXIT_FAILED_CHECK
@@ -302,6 +303,12 @@ def _book_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--profile", default="smoke", help="smoke, full, or a TOML profile file")
     parser.add_argument("--only", default=None, help="execute one notebook (e.g. 03 or embeddings)")
     parser.add_argument("--no-build", action="store_true", help="execute notebooks, skip the build")
+    parser.add_argument("--no-execute", action="store_true",
+                        help="build from the chapters already executed in book/chapters")
+    parser.add_argument("--publish", action="store_true",
+                        help="then copy the chapters and the runs they name into book/published")
+    parser.add_argument("--from-published", action="store_true",
+                        help="build the published (full-profile) chapters; executes nothing")
 
 
 def _split_conditions(value: str) -> list[str]:
