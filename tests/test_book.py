@@ -224,7 +224,6 @@ def test_publish_refuses_a_mixed_or_smoke_book(tmp_path):
 PUBLISHED = book.published_dir(REPO)
 
 
-@pytest.mark.skipif(not (PUBLISHED / book.EXECUTION_LOG).is_file(), reason="nothing published yet")
 def test_published_book_is_one_full_run_with_its_evidence():
     """What the committed book shows: every chapter executed under `full`, with outputs, every
     figure and table naming a run directory that is committed next to it."""

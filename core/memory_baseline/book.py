@@ -88,13 +88,14 @@ def published_dir(repo: Path = REPO_ROOT) -> Path:
 
 
 EXECUTION_LOG = "_execution.json"
-# Every figure and table caption ends with this (experiments.StudyRun.caption, run_caption).
-_RUN_NAMED = re.compile(r"Source: run `([^`]+)`")
 
 
 def runs_named(notebook: Path) -> list[str]:
     """The run directories (repository-relative) that a notebook's captions name."""
-    return sorted(set(_RUN_NAMED.findall(notebook.read_text(encoding="utf-8"))))
+    from .experiments import CAPTION_SOURCE
+
+    pattern = re.escape(CAPTION_SOURCE.partition("{run}")[0]) + r"([^`]+)`"
+    return sorted(set(re.findall(pattern, notebook.read_text(encoding="utf-8"))))
 
 
 def publish(profile: str = "full", repo: Path = REPO_ROOT) -> Path:
@@ -269,9 +270,7 @@ def book(
         install_published(repo)
         result = BookResult(profile="published")
         if build:
-            started = time.perf_counter()
-            result.index_html = build_html(repo)
-            result.build_seconds = time.perf_counter() - started
+            _build(result, repo)
         return result
     profile_path, settings = load_profile(profile, repo)
     sources = notebook_sources(repo)
@@ -299,13 +298,17 @@ def book(
             result.placeholders.append(source.stem)
     _write_log(target_dir / EXECUTION_LOG, result, profile_path)
     if build:
-        started = time.perf_counter()
-        result.index_html = build_html(repo)
-        result.build_seconds = time.perf_counter() - started
+        _build(result, repo)
         _write_log(target_dir / EXECUTION_LOG, result, profile_path)
     if publish_after:
         publish(profile_path.stem, repo)
     return result
+
+
+def _build(result: BookResult, repo: Path) -> None:
+    started = time.perf_counter()
+    result.index_html = build_html(repo)
+    result.build_seconds = time.perf_counter() - started
 
 
 def _write_log(path: Path, result: BookResult, profile_path: Path) -> None:

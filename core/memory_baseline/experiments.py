@@ -112,7 +112,7 @@ class StudyRun:
 
     def caption(self, text: str) -> str:
         """A caption that names the run directory the figure or table came from."""
-        return f"{text.rstrip('.')}. Source: run `{self.name}` (`manifest.json` there)."
+        return run_caption(self.run_dir, text)
 
     def record(self, key: str, value: Any) -> None:
         """Add a fact (a configuration, a model identity) to the manifest now."""
@@ -328,9 +328,13 @@ def show_figure(fig: Any, caption: str, *, run_name: str, save_as: Path | None =
     display(Markdown(f"*{caption}*"))
 
 
+# How every caption names its run; `book.runs_named` reads it back to publish those runs.
+CAPTION_SOURCE = "Source: run `{run}` (`manifest.json` there)."
+
+
 def run_caption(run_dir: str | Path, text: str) -> str:
-    """A caption naming a run directory written by another harness (evaluation, BEIR)."""
-    return f"{text.rstrip('.')}. Source: run `{display_path(run_dir)}` (`manifest.json` there)."
+    """A caption naming a run directory (a study's, or one written by evaluation or BEIR)."""
+    return f"{text.rstrip('.')}. {CAPTION_SOURCE.format(run=display_path(run_dir))}"
 
 
 def summarise(rows: Sequence[Mapping[str, Any]], by: Sequence[str], metrics: Sequence[str],
