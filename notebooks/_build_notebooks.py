@@ -5,7 +5,7 @@ Run `python notebooks/_build_notebooks.py` after editing a chapter here; the
 (Papermill). Keeping the source of truth in one Python file makes the narrative
 reviewable as text and guarantees every notebook has the same skeleton: a title,
 a `parameters` cell, a setup cell, the study (calls into
-`memory_baseline.experiments` / `evaluation`), tables, figures, and what the
+`memory_lab.experiments` / `evaluation`), tables, figures, and what the
 result does and does not establish. Cells whose output holds timings carry the
 `nbval-ignore-output` tag.
 """
@@ -44,7 +44,7 @@ def setup(names: list[str], extra: str = "", *, imports: tuple[str, ...] = (),
     listed = ",\n    ".join(repr(n) for n in names)
     first = "\n".join(["%matplotlib inline", *imports, "import warnings", "",
                        "import matplotlib.pyplot as plt"])
-    ours = "\n    ".join(sorted(["from memory_baseline import experiments as ex", *project,
+    ours = "\n    ".join(sorted(["from memory_lab import experiments as ex", *project,
                           "from memory_baseline.server import connect"]))
     return code(f'''
 {first}
@@ -364,7 +364,7 @@ ex.show_figure(fig, run.caption(f"Figure 3.1: dense recall@{ks[-1]} per encoder 
     md("""
 ## SciFact
 
-The same encoders on a public benchmark, through `memory_baseline.beir` (each
+The same encoders on a public benchmark, through `memory_lab.beir` (each
 document one passage, metrics from `ir_measures`). Each encoder's BEIR run
 writes its own run directory, named in the table.
 """),
@@ -664,7 +664,7 @@ CH07 = [
     md("""
 # 7. The ladder: every condition, every question type
 
-The evaluation harness (`memory_baseline.evaluation`) runs each condition over
+The evaluation harness (`memory_lab.evaluation`) runs each condition over
 the task file and lets the instrument score every case. The conditions form a
 ladder: no project history at all; each retrieval path alone; hybrid; hybrid
 with a reranker; `best` (tuned on the dev split only); and three references that
@@ -686,7 +686,7 @@ conditions = ["no-memory", "lexical", "dense", "hybrid", "hybrid-reranked", "bes
 task_limit = None             # a number: a subset spread over question types and splits
 ''' + COMMON),
     setup(["corpus_dir", "tasks_path", "index_name", "embedder", "reader", "reranker", "conditions",
-           "task_limit", "runs_root"], project=("from memory_baseline import evaluation",
+           "task_limit", "runs_root"], project=("from memory_lab import evaluation",
                                                 "from memory_baseline.config import Config"),
           extra='''
 base = Config(index=index_name).with_overrides(embedder={"name": embedder}, reader={"name": reader})
@@ -896,7 +896,7 @@ for seed in world_seeds:
     world = ex.prepare_world(worlds_root, seed=seed, docs=world_docs)
     corpora[f"world_s{seed}"] = (world.history, world.tasks_path, world_task_limit)
 config = Config(index=index_name).with_overrides(reader={"name": reader})
-''', project=("from memory_baseline import reader_study as rs",
+''', project=("from memory_lab import reader_study as rs",
              "from memory_baseline.config import Config")),
     md("""
 ## The study

@@ -12,8 +12,8 @@ import uuid
 import numpy as np
 import pytest
 
-from memory_baseline import bench
 from memory_baseline.store import Store
+from memory_lab import bench
 
 
 def _drop(database_url, *names):
@@ -105,7 +105,7 @@ def test_ingest_benchmark_embeds_exactly_the_chunks_sync_writes(conn, tmp_path):
 
 
 def test_scifact_wrapper_runs_on_a_tiny_beir_folder(conn, database_url, tmp_path):
-    from memory_baseline import beir
+    from memory_lab import beir
 
     name = f"tinybeir_{uuid.uuid4().hex[:6]}"
     root = tmp_path / name

@@ -10,10 +10,10 @@ import nbformat
 import pytest
 import yaml
 
-from memory_baseline import book, experiments
 from memory_baseline.context import ContextTrace, Passage
 from memory_baseline.retrieval import Candidate, PassageText, RetrievalResult, Stage
 from memory_instrument import AnswerSpec, EvidenceSpan, Task
+from memory_lab import book, experiments
 
 REPO = Path(__file__).resolve().parents[1]
 NOTEBOOKS = book.notebook_sources(REPO)

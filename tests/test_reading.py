@@ -10,7 +10,6 @@ from conftest import FIXTURE_HISTORY, FIXTURE_TASKS
 from memory_baseline.answer_cache import AnswerCache
 from memory_baseline.config import Config, ReaderConfig
 from memory_baseline.context import Passage
-from memory_baseline.reader_study import ceiling_rows, choose_style, outcome_rows, run_reader_study
 from memory_baseline.readers import ReaderError, check_citations, get_reader
 from memory_baseline.reading import (
     STATUSES,
@@ -26,6 +25,7 @@ from memory_baseline.reading import (
 )
 from memory_baseline.store import Store
 from memory_instrument import load_tasks
+from memory_lab.reader_study import ceiling_rows, choose_style, outcome_rows, run_reader_study
 
 ADR7 = Passage("decisions/adr-007.md#0", "decisions/adr-007.md",
                "# ADR-007\nNew services store their events in PostgreSQL.", None, "decision",

@@ -6,9 +6,10 @@ The pipeline, one module per stage: `ingest` (discover, parse, provenance) and
 statistics and search SQL), `server` (embedded PostgreSQL), `models` (offline
 model files and the GGUF runtime), `embedders`, `retrieval` (lexical, dense,
 fusion), `rerank`, `context`, `readers` and `answer_cache`, `baseline`
-(`Baseline.ask`), `refresh` and `health`, `evaluation` (the adapter to
-`memory_instrument`, the condition ladder, run directories), `beir`, `bench`,
-`experiments` and `book` (the logic behind the notebooks), `cli`.
+(`Baseline.ask`), `refresh` and `health`, `cli`.
+
+The experiments that measure this library live in `memory_lab`; importing
+`memory_baseline` loads none of them.
 """
 
 __version__ = "0.1.0"

@@ -283,7 +283,7 @@ def _world_options(parser: argparse.ArgumentParser) -> None:
 
 
 def cmd_book(args: argparse.Namespace) -> int:
-    from .book import BookBuildFailed, book
+    from memory_lab.book import BookBuildFailed, book
 
     try:
         result = book(profile=args.profile, only=args.only, execute=not args.no_execute,
@@ -319,7 +319,8 @@ def _split_conditions(value: str) -> list[str]:
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
-    from .evaluation import report_text, run_evaluation
+    from memory_lab.evaluation import report_text, run_evaluation
+
     from .server import connect
 
     config = load_config(args)
@@ -355,7 +356,7 @@ def _evaluate_options(parser: argparse.ArgumentParser) -> None:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from .evaluation import report_document, report_text
+    from memory_lab.evaluation import report_document, report_text
 
     if not Path(args.run_dir).is_dir():
         raise UsageError(f"{args.run_dir} is not a run directory")
@@ -367,7 +368,8 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_beir(args: argparse.Namespace) -> int:
-    from .beir import format_beir, run_beir
+    from memory_lab.beir import format_beir, run_beir
+
     from .server import connect
 
     config = load_config(args)
@@ -384,7 +386,7 @@ def cmd_beir(args: argparse.Namespace) -> int:
 
 
 def _beir_options(parser: argparse.ArgumentParser) -> None:
-    from .beir import DEFAULT_BEIR_CONDITIONS
+    from memory_lab.beir import DEFAULT_BEIR_CONDITIONS
 
     parser.add_argument("dir", help="a BEIR folder: corpus.jsonl, queries.jsonl, qrels/")
     parser.add_argument("--conditions", default=",".join(DEFAULT_BEIR_CONDITIONS))
@@ -396,7 +398,7 @@ def _beir_options(parser: argparse.ArgumentParser) -> None:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    from .bench import run_benchmark
+    from memory_lab.bench import run_benchmark
 
     document = run_benchmark(args)
     if args.json:
@@ -407,7 +409,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 
 def _bench_options(parser: argparse.ArgumentParser) -> None:
-    from .bench import configure_parser
+    from memory_lab.bench import configure_parser
 
     configure_parser(parser)
 

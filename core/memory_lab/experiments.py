@@ -6,7 +6,7 @@ run directory of its own (`<runs_root>/<study>-<UTC time>-<random>/`) holding a
 `manifest.json` (code version, corpus digests, model identities, the effective
 configuration of every variant, parameters, start and end times) and one CSV per
 table, and a figure or table in the book names that directory in its caption.
-Ladder runs (chapter 7) are written by `memory_baseline.evaluation` instead.
+Ladder runs (chapter 7) are written by `memory_lab.evaluation` instead.
 
 Stages are compared the way the instrument compares them: at source level, with
 `memory_instrument.stage_metrics`, so "recall at k" means the same thing here as
@@ -32,19 +32,19 @@ from typing import Any
 import psycopg
 from tqdm.auto import tqdm
 
+from memory_baseline.baseline import Baseline
+from memory_baseline.chunking import CHUNKER_VERSIONS, chunk_text
+from memory_baseline.config import ChunkingConfig, Config
+from memory_baseline.context import ContextTrace
+from memory_baseline.health import check_health
+from memory_baseline.ingest import discover
+from memory_baseline.readers import Reader, get_reader
+from memory_baseline.refresh import SyncReport, representation_id, sync
+from memory_baseline.retrieval import RetrievalResult
+from memory_baseline.store import HNSW_INDEX, Store
 from memory_instrument import Task, load_tasks, stage_metrics
 
-from .baseline import Baseline
-from .chunking import CHUNKER_VERSIONS, chunk_text
-from .config import ChunkingConfig, Config
-from .context import ContextTrace
 from .evaluation import code_version, corpus_digest
-from .health import check_health
-from .ingest import discover
-from .readers import Reader, get_reader
-from .refresh import SyncReport, representation_id, sync
-from .retrieval import RetrievalResult
-from .store import HNSW_INDEX, Store
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 RETRIEVAL_STAGES = ("lexical", "dense", "fused", "reranked")
@@ -420,7 +420,7 @@ def _union_length(spans: Iterable[tuple[int, int]]) -> int:
 
 
 def health_rows(conn: psycopg.Connection, config: Config) -> tuple[bool, list[dict[str, Any]]]:
-    from .embedders import get_embedder
+    from memory_baseline.embedders import get_embedder
 
     expected = representation_id(config, get_embedder(config.embedder))
     report = check_health(conn, config.index, expected, expect_hnsw=config.hnsw_build)
@@ -651,7 +651,7 @@ def embedding_study(
     encoder's and not the approximate index's. An encoder that cannot be built here (an
     Ollama model without a server) gives a cost row with the reason, not a crash.
     """
-    from .embedders import get_embedder
+    from memory_baseline.embedders import get_embedder
 
     task_rows, cost_rows, identities, configs = [], [], {}, {}
     for name in embedders:
@@ -798,7 +798,7 @@ def rerank_variants(rerankers: Sequence[str], truncations: Sequence[int], top_n:
 
 
 def available_rerankers() -> list[str]:
-    from .rerank import RERANKERS
+    from memory_baseline.rerank import RERANKERS
 
     return list(RERANKERS)
 
@@ -809,8 +809,8 @@ def usable_rerankers(names: Sequence[str]) -> tuple[list[str], dict[str, str]]:
     A cross-encoder whose weights are not on this machine is a fact about the
     installation, shown in the chapter, not a reason to abandon the other rows.
     """
-    from .config import RerankConfig
-    from .rerank import RerankError, get_reranker
+    from memory_baseline.config import RerankConfig
+    from memory_baseline.rerank import RerankError, get_reranker
 
     usable, unavailable = [], {}
     for name in names:

@@ -55,6 +55,15 @@ from typing import Any
 import psycopg
 from tqdm.auto import tqdm
 
+from memory_baseline.baseline import Baseline, prompt_counter
+from memory_baseline.chunking import sentence_boundaries
+from memory_baseline.config import Config
+from memory_baseline.context import ContextTrace, assemble, candidates_in_order
+from memory_baseline.embedders import Embedder, get_embedder
+from memory_baseline.ingest import SourceRecord, discover
+from memory_baseline.readers import Answer, Reader, get_reader
+from memory_baseline.refresh import sync
+from memory_baseline.retrieval import PassageText, RetrievalResult, Retriever
 from memory_instrument import (
     GRADER_VERSION,
     OUTCOMES,
@@ -72,16 +81,6 @@ from memory_instrument import (
     stage_metrics,
 )
 from memory_instrument import Passage as InstrumentPassage
-
-from .baseline import Baseline, prompt_counter
-from .chunking import sentence_boundaries
-from .config import Config
-from .context import ContextTrace, assemble, candidates_in_order
-from .embedders import Embedder, get_embedder
-from .ingest import SourceRecord, discover
-from .readers import Answer, Reader, get_reader
-from .refresh import sync
-from .retrieval import PassageText, RetrievalResult, Retriever
 
 DEFAULT_RERANKER = "llm-qwen-0.5b"
 

@@ -50,12 +50,13 @@ from typing import Any
 import psycopg
 from tqdm.auto import tqdm
 
-from .config import Config
-from .embedders import get_embedder
+from memory_baseline.config import Config
+from memory_baseline.embedders import get_embedder
+from memory_baseline.refresh import SyncReport, sync
+from memory_baseline.retrieval import Retriever
+from memory_baseline.server import memory_home
+
 from .evaluation import QueryCachingEmbedder
-from .refresh import SyncReport, sync
-from .retrieval import Retriever
-from .server import memory_home
 
 BEIR_CONDITIONS: dict[str, str] = {
     "lexical-bm25": "BM25 in SQL (k1 from the configuration, default 1.2), depth-deep",

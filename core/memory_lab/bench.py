@@ -1,6 +1,6 @@
 """Benchmarks of the baseline's cost and scale: each writes one JSON result and one figure.
 
-Four benchmarks (`memory-baseline bench NAME`, or `python -m memory_baseline.bench NAME`):
+Four benchmarks (`memory-baseline bench NAME`, or `python -m memory_lab.bench NAME`):
 
 - ``ingest``: wall time of `refresh.sync` on a generated world, against the time the
   encoder alone needs to embed exactly the same chunk texts in the same process
@@ -49,14 +49,14 @@ import psycopg
 from psycopg import sql
 from tqdm.auto import tqdm
 
-from .chunking import chunk_text, sentence_boundaries
-from .config import Config, EmbedderConfig, ReaderConfig, RerankConfig
-from .embedders import EmbedderIdentity, get_embedder
-from .identifiers import extract_identifiers, path_identifiers
-from .ingest import discover
-from .refresh import open_index, sync
-from .retrieval import Retriever, query_terms
-from .store import HNSW_INDEX, ChunkRow, Store
+from memory_baseline.chunking import chunk_text, sentence_boundaries
+from memory_baseline.config import Config, EmbedderConfig, ReaderConfig, RerankConfig
+from memory_baseline.embedders import EmbedderIdentity, get_embedder
+from memory_baseline.identifiers import extract_identifiers, path_identifiers
+from memory_baseline.ingest import discover
+from memory_baseline.refresh import open_index, sync
+from memory_baseline.retrieval import Retriever, query_terms
+from memory_baseline.store import HNSW_INDEX, ChunkRow, Store
 
 RESULTS_DIR = Path("benchmarks") / "results"
 DIMENSION = 384
@@ -523,8 +523,8 @@ def stage_latencies(
     retriever = Retriever(conn, config, embedder=embedder)
     store = retriever.store
     rep_id = retriever.representation_id
-    from .context import assemble, candidates_in_order
-    from .readers import ExtractiveReader, build_messages
+    from memory_baseline.context import assemble, candidates_in_order
+    from memory_baseline.readers import ExtractiveReader, build_messages
 
     counter_reader = ExtractiveReader(ReaderConfig(name="extractive"))
     times: dict[str, list[float]] = {name: [] for name in (
@@ -593,9 +593,9 @@ def llm_stage_latencies(
     embedder: SyntheticQueryEmbedder, *, reranker: str, reader: str,
 ) -> dict[str, Any]:
     """Reranker and reader cost on a few queries (each costs seconds to minutes on 2 cores)."""
-    from .baseline import Baseline
-    from .readers import get_reader
-    from .rerank import get_reranker
+    from memory_baseline.baseline import Baseline
+    from memory_baseline.readers import get_reader
+    from memory_baseline.rerank import get_reranker
 
     out: dict[str, Any] = {"queries": len(queries)}
     try:
@@ -1109,7 +1109,7 @@ def _int_list(text: str) -> list[int]:
 
 def run_benchmark(args: argparse.Namespace, conn: psycopg.Connection | None = None) -> dict[str, Any]:
     """Run the benchmark `args.name` and write its JSON and figure; returns the document."""
-    from .server import connect
+    from memory_baseline.server import connect
 
     own = conn is None
     conn = conn or connect()

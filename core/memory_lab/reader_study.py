@@ -25,10 +25,11 @@ from typing import Any
 
 import psycopg
 
-from .config import Config
+from memory_baseline.config import Config
+from memory_baseline.reading import STYLES
+
 from .evaluation import load_run, run_evaluation
 from .experiments import StudyRun, display_path, repo_path, start_study, write_task_subset
-from .reading import STYLES
 
 ORACLE_CONDITIONS = ("oracle-source", "oracle-span")
 

@@ -1,0 +1,9 @@
+"""The research lab: the experiments run on the library and scored by the instrument.
+
+It imports `memory_baseline` (the system under test) and `memory_instrument`
+(tasks and scoring); neither of those imports the lab. Modules: `evaluation`
+(the adapter to `SystemOutput`, the condition ladder, run directories and
+scorecards), `experiments` (each chapter's study), `reader_study`, `beir`,
+`bench` (the benchmarks) and `book` (executing the chapters and building the
+book).
+"""
