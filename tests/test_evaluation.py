@@ -63,7 +63,7 @@ def test_run_directory_holds_manifest_cases_and_summary(harness):
     assert len(manifest["corpus"]["digest"]) == 64 and len(manifest["tasks"]["digest"]) == 64
     assert manifest["models"]["reader"]["name"] == "extractive"
     assert manifest["models"]["embedder"]["name"] == "minilm"
-    assert manifest["machine"]["cpus"] >= 1
+    assert manifest["machine"]["cpu_count"] >= 1 and manifest["code_version"]["dirty"] in (True, False)
     assert list(manifest["conditions"]) == CONDITIONS
     # Every condition is a distinct effective configuration (config + context source).
     identities = {json.dumps([c["context_source"], c["config"]], sort_keys=True)
@@ -206,28 +206,22 @@ def test_new_run_gets_a_new_folder_and_resume_skips_done_cases(harness, tmp_path
 
 
 def test_conditions_refuse_what_they_cannot_be(tmp_path, config):
-    from memory_lab.evaluation import (
-        CONDITIONS as ALL,
-    )
-    from memory_lab.evaluation import (
-        EvaluationError,
-        condition_config,
-        context_source,
-        run_evaluation,
-    )
+    from memory_lab.conditions import LADDER as ALL
+    from memory_lab.conditions import ConditionError, condition_config, spec
+    from memory_lab.evaluation import EvaluationError, run_evaluation
 
-    with pytest.raises(EvaluationError, match="needs a real reranker"):
+    with pytest.raises(ConditionError, match="needs a real reranker"):
         condition_config("hybrid-reranked", config, reranker_name="none")
     reranked = condition_config("hybrid-reranked", config, reranker_name="llm-qwen-0.5b")
     assert reranked.rerank.name == "llm-qwen-0.5b"
     assert reranked != condition_config("hybrid", config)
     # A reranker in the base configuration never leaks into other conditions.
     assert condition_config("hybrid", config.with_overrides(rerank={"name": "x"})).rerank.name == "none"
-    with pytest.raises(EvaluationError, match="tuned settings"):
+    with pytest.raises(ConditionError, match="tuned settings"):
         condition_config("best", config)
-    with pytest.raises(EvaluationError, match="unknown condition"):
+    with pytest.raises(ConditionError, match="unknown condition"):
         condition_config("oracle", config)
-    assert {context_source(n) for n in ALL} == {"retrieval", "none", "oracle-span",
+    assert {spec(n).context_source for n in ALL} == {"retrieval", "none", "oracle-span",
                                                "oracle-source", "full-history"}
 
     corpus = tmp_path / "corpus"
@@ -237,6 +231,19 @@ def test_conditions_refuse_what_they_cannot_be(tmp_path, config):
         run_evaluation(None, config, corpus / "tasks.json", corpus, ["no-memory"],
                        runs_root=tmp_path / "runs", progress=False)
     assert not (tmp_path / "runs").exists()
+
+
+def test_the_library_loads_no_lab_module():
+    probe = ("import sys, memory_baseline, memory_baseline.baseline, memory_baseline.cli; "
+             "print(sorted(m for m in sys.modules if m.startswith('memory_lab')))")
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "[]"
+    package = Path(__file__).resolve().parents[1] / "core" / "memory_baseline"
+    for source in package.glob("*.py"):
+        for line in source.read_text(encoding="utf-8").splitlines():
+            # The CLI's lab commands import the lab lazily, inside their handlers.
+            if line.startswith(("import memory_lab", "from memory_lab")):
+                raise AssertionError(f"{source.name} imports the lab at module level: {line}")
 
 
 def test_instrument_never_imports_the_baseline():

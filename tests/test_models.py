@@ -133,6 +133,7 @@ def test_missing_part_package_says_how_to_install(private_home: Path) -> None:
 # --- runtime --------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_chat_prompt_count_matches_runtime(smollm2: LocalLLM) -> None:
     long_chat = [
         *CHAT,
@@ -147,6 +148,7 @@ def test_chat_prompt_count_matches_runtime(smollm2: LocalLLM) -> None:
         assert completion.prompt_seconds > 0 and completion.generation_seconds > 0
 
 
+@pytest.mark.slow
 def test_rendered_chat_ends_with_the_generation_prompt(smollm2: LocalLLM) -> None:
     rendered = smollm2.render_chat(CHAT)
     assert CHAT[1]["content"] in rendered
@@ -154,12 +156,14 @@ def test_rendered_chat_ends_with_the_generation_prompt(smollm2: LocalLLM) -> Non
     assert smollm2.count_tokens("event log") == len(smollm2.tokenize("event log")) > 0
 
 
+@pytest.mark.slow
 def test_temperature_zero_is_deterministic(smollm2: LocalLLM) -> None:
     first = smollm2.chat(CHAT, max_tokens=16)
     second = smollm2.chat(CHAT, max_tokens=16)
     assert first.text == second.text and first.text
 
 
+@pytest.mark.slow
 def test_constrained_output(smollm2: LocalLLM) -> None:
     schema = {"type": "object", "properties": {"db": {"type": "string"}}, "required": ["db"]}
     shaped = smollm2.chat(CHAT, max_tokens=24, json_schema=schema)
@@ -197,6 +201,7 @@ def _relevance_prompt(query: str, passage: str) -> list[dict[str, str]]:
     ]
 
 
+@pytest.mark.slow
 def test_yes_no_logprob_ranks_an_easy_pair() -> None:
     llm = get_llm("qwen-0.5b", n_ctx=1024)
     query = "How do I reset my password?"

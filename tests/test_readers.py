@@ -45,6 +45,7 @@ def answer_cache(tmp_path) -> AnswerCache:
     return AnswerCache(tmp_path / "answer-cache")
 
 
+@pytest.mark.slow
 def test_prompt_count_is_the_runtime_count(answer_cache):
     reader = get_reader(ReaderConfig(name="smollm2", max_answer_tokens=8, style="plain"), cache=answer_cache)
     messages = build_messages("Which store do new services use?", [ADR, LUNCH], "2024-10-07")
@@ -56,6 +57,7 @@ def test_prompt_count_is_the_runtime_count(answer_cache):
     assert answer.reader["model"]["file_sha256"] and answer.reader["prompt_template"]
 
 
+@pytest.mark.slow
 def test_qwen_answer_cites_only_admitted_ids_and_is_cached(answer_cache):
     config = ReaderConfig(name="qwen-0.5b", max_answer_tokens=64, style="plain")  # free-text enforcement
     reader = get_reader(config, cache=answer_cache)
@@ -128,6 +130,7 @@ def test_unknown_reader_is_one_line():
         get_reader(ReaderConfig(name="gpt-9"))
 
 
+@pytest.mark.slow
 def test_ask_on_the_fixture_cites_admitted_sources(conn, config, minilm, answer_cache):
     sync(conn, config, str(FIXTURE_HISTORY), remove_missing=False, embedder=minilm)
     config = config.with_overrides(

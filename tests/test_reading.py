@@ -121,6 +121,7 @@ def test_extractive_reads_alike_in_every_style_and_unknown_styles_fail_in_one_li
         get_reader(ReaderConfig(name="smollm2", style="poetic"))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("style", ["structured", "two-step"])
 def test_styles_on_a_real_model_cite_only_admitted_ids(style, tmp_path):
     reader = get_reader(ReaderConfig(name="smollm2", style=style, max_answer_tokens=160),
@@ -142,6 +143,7 @@ def test_consulted_history_with_nothing_admitted_abstains_without_a_call(tmp_pat
     assert "no project history is available" in messages[0]["content"]
 
 
+@pytest.mark.slow
 def test_reader_study_runs_oracle_conditions_per_style(conn, index_name, tmp_path):
     corpora = {"fixture": (FIXTURE_HISTORY, FIXTURE_TASKS, 6)}
     config = Config(index=index_name).with_overrides(reader={"name": "smollm2", "max_answer_tokens": 96})

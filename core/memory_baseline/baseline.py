@@ -1,8 +1,13 @@
-"""`Baseline.ask`: retrieve, assemble context, read — and keep every trace.
+"""`Baseline.ask`: gather passages, assemble context, read — and keep every trace.
 
 The answer never travels alone: an `AskResult` carries the retrieval stages,
 the context decision and the answer with its usage, so a wrong answer can be
 followed back to the stage where the evidence was lost.
+
+Every experimental condition is this one call with a different context source
+(`memory_baseline.context_sources`): retrieval, an oracle's passages, the whole
+history, or none. Timings are measured here and returned as their own value;
+no stage result is written to after it was made.
 """
 
 from __future__ import annotations
@@ -14,9 +19,24 @@ from dataclasses import dataclass, field
 import psycopg
 
 from .config import Config
-from .context import ContextTrace, Passage, assemble, candidates_in_order
+from .context import ContextTrace, Passage, assemble
+from .context_sources import ContextSource, Gathered, Retrieved
 from .readers import Answer, Reader, get_reader
 from .retrieval import RetrievalResult, Retriever
+
+
+@dataclass(frozen=True)
+class Search:
+    """Candidates and the context decision for a question, before reading."""
+
+    query: str
+    as_of: str | None
+    source: str
+    retrieval: RetrievalResult | None
+    context: ContextTrace
+    history: bool
+    timings_ms: dict[str, float] = field(default_factory=dict)
+    notes: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -28,11 +48,14 @@ class AskResult:
     answer: Answer
     timings_ms: dict[str, float] = field(default_factory=dict)
     config: dict = field(default_factory=dict)
+    source: str = "retrieval"
+    notes: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         return {
             "query": self.query,
             "as_of": self.as_of,
+            "source": self.source,
             "answer": self.answer.to_dict(),
             "admitted": [
                 {"chunk_id": p.chunk_id, "source_id": p.source_id, "rank": p.rank,
@@ -42,6 +65,7 @@ class AskResult:
             "retrieval": self.retrieval.to_dict() if self.retrieval else None,
             "context": self.context.to_dict(),
             "timings_ms": self.timings_ms,
+            "notes": self.notes,
             "config": self.config,
         }
 
@@ -55,6 +79,10 @@ def prompt_counter(reader: Reader, query: str, as_of: str | None, *, history: bo
     return count
 
 
+def _ms(seconds: float) -> float:
+    return round(seconds * 1000, 3)
+
+
 class Baseline:
     """The conventional pipeline over one index, with one configuration."""
 
@@ -64,8 +92,14 @@ class Baseline:
     ) -> None:
         self.conn = conn
         self.config = config
-        self.retriever = retriever or Retriever(conn, config)
+        self._retriever = retriever
         self._reader = reader
+
+    @property
+    def retriever(self) -> Retriever:
+        if self._retriever is None:
+            self._retriever = Retriever(self.conn, self.config)
+        return self._retriever
 
     @property
     def reader(self) -> Reader:
@@ -73,26 +107,34 @@ class Baseline:
             self._reader = get_reader(self.config.reader)
         return self._reader
 
-    def search(self, query: str, as_of: str | None = None) -> tuple[RetrievalResult, ContextTrace]:
-        """Retrieval plus the context decision, without reading."""
-        retrieval = self.retriever.retrieve(query)
-        t0 = time.perf_counter()
+    def search(self, query: str, as_of: str | None = None, *,
+               source: ContextSource | None = None) -> Search:
+        """Gather and admit passages for `query` without reading (default source: retrieval)."""
+        source = source or Retrieved(self.retriever)
+        started = time.perf_counter()
+        gathered: Gathered = source.gather(query, self.config)
+        gathered_at = time.perf_counter()
         context = assemble(
-            candidates_in_order(retrieval), self.config.context,
-            prompt_counter(self.reader, query, as_of), tokenizer=self.reader.tokenizer_name,
+            gathered.passages, gathered.context,
+            prompt_counter(self.reader, query, as_of, history=gathered.history),
+            tokenizer=self.reader.tokenizer_name,
         )
-        retrieval.final.detail["assembly_ms"] = round((time.perf_counter() - t0) * 1000, 3)
-        return retrieval, context
+        assembled_at = time.perf_counter()
+        timings = {s.name: round(s.ms, 3) for s in gathered.retrieval.stages} if gathered.retrieval else {}
+        timings["gather"] = _ms(gathered_at - started)
+        timings["assembly"] = _ms(assembled_at - gathered_at)
+        return Search(query, as_of, source.name, gathered.retrieval, context, gathered.history, timings,
+                      dict(gathered.notes))
 
-    def ask(self, query: str, as_of: str | None = None) -> AskResult:
-        t0 = time.perf_counter()
-        retrieval, context = self.search(query, as_of)
-        t1 = time.perf_counter()
-        answer = self.reader.answer(query, list(context.admitted), as_of)
-        t2 = time.perf_counter()
-        timings = {s.name: round(s.ms, 3) for s in retrieval.stages}
-        timings["assembly"] = retrieval.final.detail.get("assembly_ms", 0.0)
-        timings["retrieval_and_assembly"] = round((t1 - t0) * 1000, 3)
-        timings["reader"] = round((t2 - t1) * 1000, 3)
-        timings["total"] = round((t2 - t0) * 1000, 3)
-        return AskResult(query, as_of, retrieval, context, answer, timings, self.config.to_dict())
+    def ask(self, query: str, as_of: str | None = None, *,
+            source: ContextSource | None = None) -> AskResult:
+        """Search, then read the admitted passages (default source: retrieval)."""
+        started = time.perf_counter()
+        found = self.search(query, as_of, source=source)
+        searched_at = time.perf_counter()
+        answer = self.reader.answer(query, list(found.context.admitted), as_of, history=found.history)
+        read_at = time.perf_counter()
+        timings = {**found.timings_ms, "retrieval_and_assembly": _ms(searched_at - started),
+                   "reader": _ms(read_at - searched_at), "total": _ms(read_at - started)}
+        return AskResult(query, as_of, found.retrieval, found.context, answer, timings,
+                         self.config.to_dict(), found.source, found.notes)

@@ -149,7 +149,7 @@ def _print_health(report) -> None:
 def cmd_health(args: argparse.Namespace) -> int:
     from .embedders import get_embedder
     from .health import check_health
-    from .refresh import representation_id
+    from .representation import representation_id
     from .server import connect
 
     config = load_config(args)
@@ -199,11 +199,13 @@ def cmd_search(args: argparse.Namespace) -> int:
         config = config.with_overrides(retrieval={"explain": True})
     with connect() as conn:
         baseline = Baseline(conn, config)
-        retrieval, context = baseline.search(args.query, _parse_as_of(args.as_of))
+        found = baseline.search(args.query, _parse_as_of(args.as_of))
+    retrieval, context = found.retrieval, found.context
     if args.json:
         document = retrieval.to_dict()
+        document["timings_ms"] = found.timings_ms
         document["stages"].append({
-            "name": "admitted", "ms": retrieval.final.detail.get("assembly_ms"),
+            "name": "admitted", "ms": found.timings_ms["assembly"],
             "source_ids": context.admitted_sources,
             "candidates": [{"chunk_id": p.chunk_id, "source_id": p.source_id, "rank": i,
                             "retrieval_rank": p.rank, "truncated": p.truncated}

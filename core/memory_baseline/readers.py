@@ -409,8 +409,16 @@ class LocalLLMReader:
         return get_llm(self.model, n_ctx=self.config.context_window,
                        n_threads=self.config.threads or None)
 
+    @property
+    def tokenizer(self):
+        """The model's vocabulary and chat template, without its weights (`memory_baseline.tokens`):
+        counting, rendering and cache hits never load the model."""
+        from .tokens import gguf_tokenizer
+
+        return gguf_tokenizer(self.model)
+
     def count_prompt_tokens(self, messages: list[dict]) -> int:
-        return self.llm.count_chat_tokens(messages)
+        return self.tokenizer.count_chat_tokens(messages)
 
     def messages(self, query: str, passages: Sequence[Passage], as_of: str | None, *,
                  history: bool = True) -> list[dict]:
@@ -422,22 +430,22 @@ class LocalLLMReader:
         if history and not passages:
             return no_evidence_answer(self.identity)
         messages = self.messages(query, passages, as_of, history=history)
-        llm = self.llm
-        prompt = llm.render_chat(messages)
+        tokenizer = self.tokenizer
+        prompt = tokenizer.render_chat(messages)
         style = self.style if history else "plain"
-        settings = _generation_settings(self.config, style, query, llm.count_chat_tokens(messages),
+        settings = _generation_settings(self.config, style, query, tokenizer.count_chat_tokens(messages),
                                         f"reader {self.model}")
 
         def complete(call_messages: list[dict], schema: dict | None) -> reading.Completion:
             max_tokens = settings["max_tokens"]
             if call_messages is not messages:  # a two-step read's second prompt, not yet counted
-                left = self.config.context_window - llm.count_chat_tokens(call_messages)
+                left = self.config.context_window - tokenizer.count_chat_tokens(call_messages)
                 if left < 1:
                     raise ReaderError(f"reader {self.model}: a {style} prompt does not fit the "
                                       f"context window of {self.config.context_window} tokens")
                 max_tokens = min(max_tokens, left)
             grammar = reading.reply_grammar(schema, query) if schema is not None else None
-            done = llm.chat(call_messages, **{**settings, "max_tokens": max_tokens}, grammar=grammar)
+            done = self.llm.chat(call_messages, **{**settings, "max_tokens": max_tokens}, grammar=grammar)
             return reading.Completion(done.text, done.prompt_tokens, done.completion_tokens, done.seconds,
                                       done.prompt_seconds, done.generation_seconds, done.finish_reason)
 

@@ -38,8 +38,6 @@ messages (`memory_baseline.git_history`). Its decisions:
 
 from __future__ import annotations
 
-import hashlib
-import json
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field, replace
@@ -55,6 +53,7 @@ from .embedders import Embedder, get_embedder
 from .git_history import discover_git, split_history_id
 from .identifiers import extract_identifiers, path_identifiers
 from .ingest import Discovery, FailedRead, SourceRecord, discover
+from .representation import representation_id
 from .store import ChunkRow, Store, StoredSource, StoreError
 
 WRITE_BATCH_CHUNKS = 256
@@ -96,13 +95,6 @@ class SyncReport:
         data = asdict(self)
         data["changed_anything"] = self.changed_anything
         return data
-
-
-def representation_id(config: Config, embedder: Embedder) -> str:
-    """Stable id of (chunker configuration, embedder identity)."""
-    payload = {"chunker": chunker_identity(config.chunking), "embedder": embedder.identity.to_dict()}
-    digest = hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:10]
-    return f"{config.chunking.policy}-{embedder.identity.name}-{digest}"
 
 
 def open_index(conn: psycopg.Connection, config: Config, embedder: Embedder) -> tuple[Store, str]:

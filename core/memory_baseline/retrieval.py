@@ -44,7 +44,7 @@ import psycopg
 from .config import Config
 from .embedders import Embedder, get_embedder
 from .identifiers import extract_identifiers
-from .refresh import representation_id
+from .representation import representation_id
 from .rerank import Reranker, get_reranker
 from .store import Hit, Store, StoreError
 
@@ -70,6 +70,11 @@ class Stage:
     def source_ids(self) -> list[str]:
         """Distinct sources in rank order."""
         return list(dict.fromkeys(c.source_id for c in self.candidates))
+
+    @classmethod
+    def from_dict(cls, data: dict) -> Stage:
+        return cls(data["name"], tuple(Candidate(**c) for c in data["candidates"]), data["ms"],
+                   dict(data.get("detail", {})))
 
     def to_dict(self) -> dict:
         return {
@@ -116,6 +121,12 @@ class RetrievalResult:
     def reranker_ran(self) -> bool:
         stage = self.stage("reranked")
         return bool(stage and not stage.detail.get("pass_through", False))
+
+    @classmethod
+    def from_dict(cls, data: dict) -> RetrievalResult:
+        """A result read back from its `to_dict` (a case record); passage texts are not kept there."""
+        return cls(data["query"], tuple(Stage.from_dict(s) for s in data["stages"]), {},
+                   data["representation_id"])
 
     def to_dict(self) -> dict:
         return {

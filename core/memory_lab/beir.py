@@ -34,11 +34,8 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import os
-import platform
 import random
 import re
-import secrets
 import statistics
 import time
 from collections.abc import Iterable, Sequence
@@ -56,24 +53,12 @@ from memory_baseline.refresh import SyncReport, sync
 from memory_baseline.retrieval import Retriever
 from memory_baseline.server import memory_home
 
+from .conditions import BEIR, ConditionError, condition_config, descriptions, spec
 from .evaluation import QueryCachingEmbedder
+from .runs import finish_run, start_run, write_json
 
-BEIR_CONDITIONS: dict[str, str] = {
-    "lexical-bm25": "BM25 in SQL (k1 from the configuration, default 1.2), depth-deep",
-    "lexical-bm25-k1.5": "BM25 with k1 = 1.5, depth-deep",
-    "lexical-tsrank-cd": "PostgreSQL ts_rank_cd over OR-ed terms, depth-deep",
-    "dense": "embedder cosine neighbours (pgvector), depth-deep",
-    "hybrid-bm25": "BM25 + dense, RRF (k from the configuration, default 60)",
-    "hybrid-tsrank-cd": "ts_rank_cd + dense, RRF",
-    "hybrid-bm25-blend": "BM25 + dense, convex blend; dense weight tuned on train-derived dev",
-    "hybrid-reranked": "hybrid-bm25 followed by a reranker (expensive; only when asked)",
-}
-DEFAULT_BEIR_CONDITIONS: tuple[str, ...] = (
-    "lexical-bm25", "lexical-bm25-k1.5", "lexical-tsrank-cd", "dense", "hybrid-bm25",
-    "hybrid-tsrank-cd", "hybrid-bm25-blend",
-)
-HYBRID_CONDITIONS = frozenset({"hybrid-bm25", "hybrid-tsrank-cd", "hybrid-bm25-blend",
-                               "hybrid-reranked"})
+BEIR_CONDITIONS: dict[str, str] = descriptions("beir")
+DEFAULT_BEIR_CONDITIONS: tuple[str, ...] = tuple(n for n in BEIR if n != "hybrid-reranked")
 BLEND_WEIGHTS: tuple[float, ...] = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
 RRF_K_SWEEP: tuple[int, ...] = (1, 10, 30, 60, 100)
 DEV_QUERIES = 200
@@ -236,40 +221,30 @@ def prepare_index(
 # -- conditions -----------------------------------------------------------------------
 
 
+def _fused(name: str) -> bool:
+    retrieval = spec(name, "beir").retrieval
+    return retrieval.get("lexical", "none") != "none" and bool(retrieval.get("dense"))
+
+
 def beir_condition_config(
     name: str, index: Config, *, depth: int, deep: bool = False, blend_weight: float | None = None,
     rrf_k: int | None = None, reranker_name: str = "llm-qwen-0.5b",
 ) -> Config:
-    """The effective configuration of one BEIR condition (`deep`: hybrid paths `depth` deep)."""
-    per_path = depth if deep or name not in HYBRID_CONDITIONS else index.retrieval.per_path_candidates
-    retrieval: dict[str, Any] = {"per_path_candidates": per_path}
-    rerank: dict[str, Any] = {"name": "none"}
-    if name == "lexical-bm25":
-        retrieval |= {"lexical": "bm25", "dense": False}
-    elif name == "lexical-bm25-k1.5":
-        retrieval |= {"lexical": "bm25", "dense": False, "bm25_k1": 1.5}
-    elif name == "lexical-tsrank-cd":
-        retrieval |= {"lexical": "tsrank-cd", "dense": False}
-    elif name == "dense":
-        retrieval |= {"lexical": "none", "dense": True}
-    elif name in ("hybrid-bm25", "hybrid-reranked"):
-        retrieval |= {"lexical": "bm25", "dense": True, "fusion": "rrf"}
-        if name == "hybrid-reranked":
-            if reranker_name == "none":
-                raise BeirError("hybrid-reranked needs a real reranker; the reranker is 'none'")
-            rerank = {"name": reranker_name}
-    elif name == "hybrid-tsrank-cd":
-        retrieval |= {"lexical": "tsrank-cd", "dense": True, "fusion": "rrf"}
-    elif name == "hybrid-bm25-blend":
-        if blend_weight is None:
-            raise BeirError("hybrid-bm25-blend needs a dense weight tuned on the dev split")
-        retrieval |= {"lexical": "bm25", "dense": True, "fusion": "blend",
-                      "blend_weight": blend_weight}
-    else:
-        raise BeirError(f"unknown BEIR condition {name!r}; choose from {sorted(BEIR_CONDITIONS)}")
+    """The registry's condition `name` on the BEIR index, `depth` deep.
+
+    Single paths retrieve `depth` per query; a fused condition keeps the pipeline's
+    per-path depth unless `deep` (each path `depth` deep).
+    """
+    try:
+        config = condition_config(name, index, reranker_name=reranker_name, family="beir",
+                                  tuned={"blend_weight": blend_weight})
+    except ConditionError as exc:
+        raise BeirError(str(exc)) from None
+    retrieval: dict[str, Any] = {
+        "per_path_candidates": depth if deep or not _fused(name) else index.retrieval.per_path_candidates}
     if rrf_k is not None:
         retrieval["rrf_k"] = rrf_k
-    return index.with_overrides(retrieval=retrieval, rerank=rerank)
+    return config.with_overrides(retrieval=retrieval)
 
 
 @dataclass(frozen=True)
@@ -369,14 +344,6 @@ def _primary(metrics: dict[str, float]) -> tuple[float, float]:
 # -- the run ---------------------------------------------------------------------------
 
 
-def new_run_dir(runs_root: str | Path, prefix: str = "") -> Path:
-    """A fresh `runs/<UTC timestamp>-<random>` folder; an existing one is never reused."""
-    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-    run_dir = Path(runs_root) / f"{prefix}{stamp}-{secrets.token_hex(3)}"
-    run_dir.mkdir(parents=True, exist_ok=False)
-    return run_dir
-
-
 def run_beir(
     conn: psycopg.Connection,
     base_config: Config,
@@ -409,7 +376,8 @@ def run_beir(
         query_ids = query_ids[:max_queries]
     queries = {qid: dataset.queries[qid] for qid in query_ids}
     qrels = {qid: qrels[qid] for qid in query_ids}
-    run_dir = new_run_dir(runs_root, prefix=f"beir-{dataset.name}-")
+    run_dir, manifest = start_run(runs_root, "beir", prefix=f"beir-{dataset.name}-", conn=conn,
+                                  config=index, dataset=dataset.name, split=split)
     embedder = QueryCachingEmbedder(get_embedder(index.embedder))
 
     tuning: dict[str, Any] = {}
@@ -443,7 +411,7 @@ def run_beir(
     results: dict[str, Any] = {}
     for name in conditions:
         variants = [(name, False)]
-        if (name in HYBRID_CONDITIONS and name != "hybrid-reranked"
+        if (_fused(name) and name != "hybrid-reranked"
                 and index.retrieval.per_path_candidates != depth):
             variants.append((f"{name}@{depth}", True))
         for label, deep in variants:
@@ -486,11 +454,12 @@ def run_beir(
         "published": PUBLISHED_SCIFACT if dataset.name == "scifact" else {},
         "started": started.isoformat(),
         "finished": datetime.now(UTC).isoformat(),
-        "machine": {"cpus": os.cpu_count(), "platform": platform.platform(),
-                    "python": platform.python_version()},
+        "code_version": manifest["code_version"],
+        "machine": manifest["machine"],
         "run_dir": str(run_dir),
     }
-    (run_dir / "beir.json").write_text(json.dumps(document, indent=2), encoding="utf-8")
+    write_json(run_dir / "beir.json", document)
+    finish_run(run_dir, manifest, results="beir.json")
     return document
 
 

@@ -27,12 +27,10 @@ clusters; the real encoder's query cost is measured separately. Every result say
 from __future__ import annotations
 
 import argparse
-import contextlib
 import functools
 import hashlib
 import json
 import os
-import platform
 import random
 import statistics
 import sys
@@ -58,6 +56,8 @@ from memory_baseline.refresh import open_index, sync
 from memory_baseline.retrieval import Retriever, query_terms
 from memory_baseline.store import HNSW_INDEX, ChunkRow, Store
 
+from .runs import code_version, machine_description
+
 RESULTS_DIR = Path("benchmarks") / "results"
 DIMENSION = 384
 BENCHMARKS = ("ingest", "latency", "scale", "scifact")
@@ -68,32 +68,6 @@ class BenchError(ValueError):
 
 
 # -- results ---------------------------------------------------------------------
-
-
-def machine_description(conn: psycopg.Connection | None = None) -> dict[str, Any]:
-    """What the numbers were measured on (the machine may have been shared: say so)."""
-    memory_gb = None
-    with contextlib.suppress(ValueError, OSError, AttributeError):  # not every platform has these
-        memory_gb = round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1)
-    described: dict[str, Any] = {
-        "date": datetime.now(UTC).isoformat(timespec="seconds"),
-        "platform": platform.platform(),
-        "processor": platform.processor() or platform.machine(),
-        "cpu_count": os.cpu_count(),
-        "memory_gb": memory_gb,
-        "python": platform.python_version(),
-        "load_average": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
-    }
-    if conn is not None:
-        described["postgres"] = conn.execute("SHOW server_version").fetchone()[0]
-        row = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()
-        described["pgvector"] = row[0] if row else None
-        described["postgres_settings"] = {
-            name: conn.execute(sql.SQL("SHOW {}").format(sql.Identifier(name))).fetchone()[0]
-            for name in ("shared_buffers", "work_mem", "maintenance_work_mem", "effective_cache_size",
-                         "max_parallel_workers_per_gather", "max_parallel_maintenance_workers", "jit")
-        }
-    return described
 
 
 def percentiles(values_ms: Sequence[float]) -> dict[str, float]:
@@ -662,7 +636,7 @@ def bench_latency(
         raise BenchError("sizes must be at least 50 chunks and queries at least 1")
     model = VectorModel(seed=seed)
     document: dict[str, Any] = {
-        "benchmark": "latency", "machine": machine_description(conn),
+        "benchmark": "latency", "code_version": code_version(), "machine": machine_description(conn),
         "parameters": {"sizes": list(sizes), "queries": queries, "seed": seed,
                        "llm_queries": llm_queries, "reranker": reranker, "reader": reader,
                        "config": Config().retrieval.__dict__},
@@ -744,7 +718,7 @@ def bench_scale(
         raise BenchError("chunks must be at least 100 and queries at least 1")
     model = VectorModel(seed=seed)
     document: dict[str, Any] = {
-        "benchmark": "scale", "machine": machine_description(conn),
+        "benchmark": "scale", "code_version": code_version(), "machine": machine_description(conn),
         "parameters": {"chunks": chunks, "queries": queries, "ef_search": list(ef_search),
                        "hybrid_ef_search": list(hybrid_ef_search), "m": m,
                        "ef_construction": ef_construction,
@@ -902,7 +876,7 @@ def bench_ingest(
     phases = {name: round(statistics.median(r["phases"].get(name, 0.0) for r in sync_runs), 3)
               for name in ("discover", "chunk", "embed", "write", "index", "total")}
     return {
-        "benchmark": "ingest", "machine": machine_description(conn),
+        "benchmark": "ingest", "code_version": code_version(), "machine": machine_description(conn),
         "parameters": {"world_docs": docs, "world_seed": seed, "repeats": repeats,
                        "embedder": embedder.identity.to_dict(), "chunking": config.chunking.__dict__,
                        "hnsw_build": config.hnsw_build},
@@ -962,7 +936,7 @@ def bench_scifact(
         bm25_ms.append((ms, terms))
     slowest_ms, slowest_terms = max(bm25_ms, key=lambda pair: pair[0])
     return {
-        "benchmark": "scifact", "machine": machine_description(conn),
+        "benchmark": "scifact", "code_version": code_version(), "machine": machine_description(conn),
         "parameters": {"beir_dir": str(beir_dir), "conditions": list(chosen),
                        "max_queries": max_queries},
         "table": [{"condition": name, **r["metrics"], "p50_ms": r["latency"].get("p50_ms"),

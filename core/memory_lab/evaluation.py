@@ -37,28 +37,30 @@ per task and condition, appended as they finish, so an interrupted run resumes),
 from __future__ import annotations
 
 import csv
-import hashlib
 import json
-import os
-import platform
-import secrets
-import subprocess
 import time
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from importlib import metadata as importlib_metadata
 from pathlib import Path
 from typing import Any
 
 import psycopg
 from tqdm.auto import tqdm
 
-from memory_baseline.baseline import Baseline, prompt_counter
+from memory_baseline.baseline import Baseline
 from memory_baseline.chunking import sentence_boundaries
 from memory_baseline.config import Config
-from memory_baseline.context import ContextTrace, assemble, candidates_in_order
+from memory_baseline.context import ContextTrace
+from memory_baseline.context_sources import (
+    ContextSource,
+    NoHistory,
+    Prefetched,
+    Retrieved,
+    WholeHistory,
+    given,
+)
 from memory_baseline.embedders import Embedder, get_embedder
 from memory_baseline.ingest import SourceRecord, discover
 from memory_baseline.readers import Answer, Reader, get_reader
@@ -82,36 +84,18 @@ from memory_instrument import (
 )
 from memory_instrument import Passage as InstrumentPassage
 
-DEFAULT_RERANKER = "llm-qwen-0.5b"
+from .conditions import DEFAULT_RERANKER, condition_config, spec
+from .runs import (
+    MANIFEST,
+    RunError,
+    corpus_digest,
+    file_digest,
+    manifest_header,
+    new_run_dir,
+    read_manifest,
+    write_json,
+)
 
-CONDITIONS: dict[str, str] = {
-    "no-memory": "the reader gets the question and no project history",
-    "lexical": "BM25 only",
-    "dense": "dense (pgvector cosine) only",
-    "hybrid": "BM25 + dense, reciprocal rank fusion",
-    "hybrid-reranked": "hybrid followed by a real reranker (name from the run parameters)",
-    "best": "hybrid with its own settings, tuned by a grid search on the dev split",
-    "oracle-span": "the task's evidence quotes with a sentence of context on each side",
-    "oracle-source": "the whole expected source files, under the context budget",
-    "full-history": "every source in artifact-date order, as many as fit the context window",
-    "lexical-tsrank-cd": "PostgreSQL ts_rank_cd only (the chapter's lexical ranker)",
-    "hybrid-tsrank-cd": "ts_rank_cd + dense, reciprocal rank fusion",
-}
-CONTEXT_SOURCES: dict[str, str] = {
-    "no-memory": "none",
-    "oracle-span": "oracle-span",
-    "oracle-source": "oracle-source",
-    "full-history": "full-history",
-}
-_RETRIEVAL: dict[str, dict[str, Any]] = {
-    "lexical": {"lexical": "bm25", "dense": False},
-    "dense": {"lexical": "none", "dense": True},
-    "hybrid": {"lexical": "bm25", "dense": True, "fusion": "rrf"},
-    "hybrid-reranked": {"lexical": "bm25", "dense": True, "fusion": "rrf"},
-    "best": {"lexical": "bm25", "dense": True},
-    "lexical-tsrank-cd": {"lexical": "tsrank-cd", "dense": False},
-    "hybrid-tsrank-cd": {"lexical": "tsrank-cd", "dense": True, "fusion": "rrf"},
-}
 # The grid `best` searches on the dev split; blend ignores rrf_k, so it is not repeated.
 BEST_GRID: dict[str, tuple] = {
     "fusion": ("rrf", "blend"),
@@ -131,44 +115,8 @@ class EvaluationError(ValueError):
 # -- conditions ---------------------------------------------------------------------------
 
 
-def context_source(name: str) -> str:
-    """Which passages reach the reader under a condition (`retrieval` for pipeline ones)."""
-    _known(name)
-    return CONTEXT_SOURCES.get(name, "retrieval")
-
-
 def _known(name: str) -> None:
-    if name not in CONDITIONS:
-        raise EvaluationError(f"unknown condition {name!r}; choose from {', '.join(CONDITIONS)}")
-
-
-def condition_config(
-    name: str, base: Config, *, reranker_name: str = DEFAULT_RERANKER,
-    best: dict[str, dict[str, Any]] | None = None,
-) -> Config:
-    """The effective configuration of condition `name` on top of `base`.
-
-    A reranker in `base` never leaks into other conditions: only ``hybrid-reranked``
-    reranks, and it refuses to run with reranker ``none`` (it would silently be hybrid).
-    ``best`` needs its tuned overrides (`tune_best`).
-    """
-    _known(name)
-    config = base.with_overrides(rerank={"name": "none"})
-    if name not in _RETRIEVAL:
-        return config
-    config = config.with_overrides(retrieval=_RETRIEVAL[name])
-    if name == "hybrid-reranked":
-        if not reranker_name or reranker_name == "none":
-            raise EvaluationError(
-                "condition hybrid-reranked needs a real reranker, but the reranker is 'none'; "
-                "name one (e.g. llm-qwen-0.5b) or drop the condition"
-            )
-        config = config.with_overrides(rerank={"name": reranker_name})
-    if name == "best":
-        if not best:
-            raise EvaluationError("condition best needs its tuned settings: run tune_best first")
-        config = config.with_overrides(**best)
-    return config
+    spec(name, "ladder")
 
 
 @dataclass(frozen=True)
@@ -178,7 +126,7 @@ class Condition:
     context_source: str
 
     def to_dict(self) -> dict[str, Any]:
-        return {"description": CONDITIONS[self.name], "context_source": self.context_source,
+        return {"description": spec(self.name).description, "context_source": self.context_source,
                 "config": self.config.to_dict()}
 
 
@@ -264,13 +212,12 @@ def tune_best(
             results.append((task, retriever.retrieve(task.query)))
             bar.update(1)
         for max_passages in BEST_GRID["max_passages"]:
-            context_config = replace(config.context, max_passages=max_passages)
+            baseline = Baseline(conn, config.with_overrides(context={"max_passages": max_passages}),
+                                reader=reader, retriever=retriever)
             recalls, mrrs, tokens = [], [], []
             for task, result in results:
                 as_of = task.as_of.isoformat() if task.as_of else None
-                trace = assemble(candidates_in_order(result), context_config,
-                                 prompt_counter(reader, task.query, as_of),
-                                 tokenizer=reader.tokenizer_name)
+                trace = baseline.search(task.query, as_of, source=Prefetched(result)).context
                 ranked = [p.source_id for p in sorted(trace.admitted, key=lambda p: p.rank)]
                 metrics = stage_metrics("admitted", ranked, task.expected_sources)
                 recalls.append(metrics.recall or 0.0)
@@ -408,13 +355,36 @@ class _Runtime:
     conditions: dict[str, Condition]
     embedder: Embedder
     baselines: dict[str, Baseline] = field(default_factory=dict)
+    retrievers: dict[str, Retriever] = field(default_factory=dict)
 
     def baseline(self, condition: Condition) -> Baseline:
         if condition.name not in self.baselines:
-            retriever = Retriever(self.conn, condition.config, embedder=self.embedder)
-            self.baselines[condition.name] = Baseline(self.conn, condition.config,
-                                                      reader=self.reader, retriever=retriever)
+            self.baselines[condition.name] = Baseline(self.conn, condition.config, reader=self.reader,
+                                                      retriever=self.retriever(condition))
         return self.baselines[condition.name]
+
+    def retriever(self, condition: Condition) -> Retriever:
+        if condition.name not in self.retrievers:
+            self.retrievers[condition.name] = Retriever(self.conn, condition.config, embedder=self.embedder)
+        return self.retrievers[condition.name]
+
+
+def context_source_for(task: Task, condition: Condition, runtime: _Runtime) -> ContextSource:
+    """The passages condition `condition` gives the reader for `task` (the only per-condition part)."""
+    kind = condition.context_source
+    if kind == "retrieval":
+        return Retrieved(runtime.retriever(condition))
+    if kind == "none":
+        return NoHistory()
+    if kind == "oracle-span":
+        notes = ({"oracle_fallback": "no evidence quotes: whole expected sources"}
+                 if not task.answer.evidence and task.expected_sources else {})
+        return given("oracle-span", oracle_span_passages(task, runtime.corpus), **notes)
+    if kind == "oracle-source":
+        return given("oracle-source", oracle_source_passages(task, runtime.corpus))
+    if kind == "full-history":
+        return WholeHistory(tuple(full_history_passages(runtime.corpus)))
+    raise EvaluationError(f"unknown context source {kind!r}")
 
 
 def run_case(
@@ -422,54 +392,23 @@ def run_case(
 ) -> tuple[SystemOutput, dict[str, Any]]:
     """Run one task under one condition; return the instrument output and the case record."""
     as_of = task.as_of.isoformat() if task.as_of else None
-    notes: dict[str, Any] = {}
-    if condition.context_source == "retrieval":
-        result = runtime.baseline(condition).ask(task.query, as_of)
-        retrieval, context, answer = result.retrieval, result.context, result.answer
-        timings = dict(result.timings_ms)
-        if condition.config.retrieval.dense:
-            # Query vectors are shared across conditions; report what the encoding cost once.
-            timings["query_encode_ms_first"] = round(
-                runtime.embedder.first_encode_ms.get(task.query, 0.0), 3)
-    else:
-        reader = runtime.reader
-        context_config = condition.config.context
-        if condition.context_source == "none":
-            passages: list[PassageText] = []
-        elif condition.context_source == "oracle-span":
-            passages = oracle_span_passages(task, runtime.corpus)
-            if not task.answer.evidence and task.expected_sources:
-                notes["oracle_fallback"] = "no evidence quotes: whole expected sources"
-        elif condition.context_source == "oracle-source":
-            passages = oracle_source_passages(task, runtime.corpus)
-        elif condition.context_source == "full-history":
-            passages = full_history_passages(runtime.corpus)
-            window = condition.config.reader.context_window - condition.config.reader.max_answer_tokens
-            context_config = replace(context_config, token_budget=window,
-                                     max_passages=max(len(passages), 1))
-        else:
-            raise EvaluationError(f"unknown context source {condition.context_source!r}")
-        t0 = time.perf_counter()
-        # Only no-memory asks without history; an oracle with nothing to give (a question the
-        # history cannot answer) is a search that found nothing, and the reader is told so.
-        history = condition.context_source != "none"
-        context = assemble(passages, context_config,
-                           prompt_counter(reader, task.query, as_of, history=history),
-                           tokenizer=reader.tokenizer_name)
-        t1 = time.perf_counter()
-        answer = reader.answer(task.query, list(context.admitted), as_of, history=history)
-        t2 = time.perf_counter()
-        retrieval = None
-        timings = {"assembly": round((t1 - t0) * 1000, 3), "reader": round((t2 - t1) * 1000, 3),
-                   "total": round((t2 - t0) * 1000, 3)}
+    source = context_source_for(task, condition, runtime)
+    result = runtime.baseline(condition).ask(task.query, as_of, source=source)
+    retrieval, context, answer = result.retrieval, result.context, result.answer
+    timings = dict(result.timings_ms)
+    notes: dict[str, Any] = dict(result.notes)
+    if retrieval is not None and condition.config.retrieval.dense:
+        # Query vectors are shared across conditions; report what the encoding cost once.
+        timings["query_encode_ms_first"] = round(runtime.embedder.first_encode_ms.get(task.query, 0.0), 3)
+    given_passages = getattr(source, "passages", ())
     output = to_system_output(task, condition.name, retrieval, context, answer, timings,
                               context_kind=condition.context_source)
     score = score_task(task, output)
     chunk_sources = {**{p.chunk_id: p.source_id for p in context.admitted}}
     if retrieval is not None:
         chunk_sources.update({cid: p.source_id for cid, p in retrieval.passages.items()})
-    elif condition.context_source != "none":
-        chunk_sources.update({p.chunk_id: p.source_id for p in passages})
+    else:
+        chunk_sources.update({p.chunk_id: p.source_id for p in given_passages})
     record = {
         "task_id": task.id,
         "question_type": task.question_type,
@@ -493,6 +432,8 @@ def run_case(
                                    [*context.budget_drops, *context.not_considered]}
                                   - set(context.admitted_sources)),
         },
+        # Every stage's chunk-level ranking, so a diagnosis reads the case and never searches again.
+        "retrieval": retrieval.to_dict() if retrieval is not None else None,
         "citations": list(answer.citations),
         "unknown_citations": list(answer.unknown_citations),
         "tokens": {"prompt": answer.usage.prompt_tokens, "completion": answer.usage.completion_tokens},
@@ -513,49 +454,6 @@ def run_case(
 
 
 # -- run directories ----------------------------------------------------------------------------
-
-
-def corpus_digest(corpus_dir: str | Path) -> str:
-    """sha256 over every file's relative path and bytes, in sorted path order."""
-    root = Path(corpus_dir).resolve()
-    digest = hashlib.sha256()
-    for path in sorted((p for p in root.rglob("*") if p.is_file()),
-                       key=lambda p: p.relative_to(root).as_posix()):
-        digest.update(path.relative_to(root).as_posix().encode("utf-8") + b"\0")
-        digest.update(path.read_bytes())
-        digest.update(b"\0")
-    return digest.hexdigest()
-
-
-def _file_digest(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-def code_version() -> dict[str, str | None]:
-    """`git describe --always --dirty` of the source tree (if it is a checkout) and the package."""
-    try:
-        package = importlib_metadata.version("memory-baseline")
-    except importlib_metadata.PackageNotFoundError:
-        package = None
-    try:
-        described = subprocess.run(
-            ["git", "describe", "--always", "--dirty"], cwd=Path(__file__).resolve().parent,
-            capture_output=True, text=True, timeout=10, check=False,
-        )
-        git = described.stdout.strip() if described.returncode == 0 else None
-    except (OSError, subprocess.SubprocessError):
-        git = None
-    return {"git": git, "package": package}
-
-
-def new_run_id() -> str:
-    return f"{datetime.now(UTC).strftime('%Y%m%dT%H%M%SZ')}-{secrets.token_hex(3)}"
-
-
-def _write_json(path: Path, document: Any) -> None:
-    temporary = path.with_suffix(path.suffix + ".tmp")
-    temporary.write_text(json.dumps(document, indent=2, ensure_ascii=False), encoding="utf-8")
-    temporary.replace(path)
 
 
 def _read_cases(path: Path) -> list[dict[str, Any]]:
@@ -581,10 +479,10 @@ def _read_cases(path: Path) -> list[dict[str, Any]]:
 def load_run(run_dir: str | Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The manifest and the case records of a run directory."""
     run_dir = Path(run_dir)
-    manifest_path = run_dir / "manifest.json"
-    if not manifest_path.is_file():
-        raise EvaluationError(f"{run_dir} is not a run directory (no manifest.json)")
-    manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+    try:
+        manifest = read_manifest(run_dir)
+    except RunError as exc:
+        raise EvaluationError(str(exc)) from None
     return manifest, _read_cases(run_dir / "cases.jsonl")
 
 
@@ -650,8 +548,8 @@ def run_evaluation(
                              progress=progress)
             best_overrides = best.overrides
     built = {
-        name: Condition(name, condition_config(name, base, reranker_name=reranker_name,
-                                               best=best_overrides), context_source(name))
+        name: Condition(name, condition_config(name, base, reranker_name=reranker_name, tuned=best_overrides,
+                                               family="ladder"), spec(name).context_source)
         for name in conditions
     }
     runtime = _Runtime(conn, reader, corpus, built, embedder)
@@ -665,7 +563,7 @@ def run_evaluation(
         reranker_identity = runtime.baseline(built["hybrid-reranked"]).retriever.reranker.identity
     fingerprint = {
         "corpus_digest": corpus_digest(corpus_dir),
-        "tasks_digest": _file_digest(tasks_path),
+        "tasks_digest": file_digest(tasks_path),
         "task_ids": [t.id for t in selected],
         "reader": reader.identity,
         "conditions": condition_docs,
@@ -678,15 +576,9 @@ def run_evaluation(
         manifest.setdefault("resumed", []).append(started)
         manifest["status"] = "running"
     else:
-        run_dir = Path(runs_root) / new_run_id()
-        if run_dir.exists():
-            raise EvaluationError(f"run directory {run_dir} already exists; refusing to overwrite")
-        run_dir.mkdir(parents=True, exist_ok=False)
-        manifest = {
-            "run_id": run_dir.name,
-            "kind": "evaluation",
-            "status": "running",
-            "code_version": code_version(),
+        run_dir = new_run_dir(runs_root)
+        manifest = manifest_header("evaluation", run_id=run_dir.name, conn=conn)
+        manifest.update({
             "corpus": {"path": str(corpus_dir), "digest": fingerprint["corpus_digest"],
                        "sources": len(corpus),
                        "index_sync": {"added": len(sync_report.added),
@@ -703,15 +595,12 @@ def run_evaluation(
             "condition_order": list(conditions),
             "best": best.to_dict() if best else None,
             "grader_version": GRADER_VERSION,
-            "started": started,
-            "finished": None,
-            "machine": {"cpus": os.cpu_count(), "platform": platform.platform(),
-                        "python": platform.python_version()},
-        }
+        })
+        manifest["started"] = started
         if best is not None and split != "test":
             manifest["best"]["note"] = ("best was tuned on the dev tasks; its scores on dev tasks "
                                         "are not held out")
-    _write_json(run_dir / "manifest.json", manifest)
+    write_json(run_dir / MANIFEST, manifest)
 
     cases_path = run_dir / "cases.jsonl"
     done = {(c["task_id"], c["condition"]) for c in _read_cases(cases_path)}
@@ -730,7 +619,7 @@ def run_evaluation(
 
     manifest["status"] = "complete"
     manifest["finished"] = datetime.now(UTC).isoformat()
-    _write_json(run_dir / "manifest.json", manifest)
+    write_json(run_dir / MANIFEST, manifest)
     write_reports(run_dir)
     return run_dir
 
@@ -752,8 +641,8 @@ def _check_resume(previous: dict[str, Any], fingerprint: dict[str, Any]) -> None
         ("reader", previous["models"]["reader"], fingerprint["reader"]),
         ("conditions", sorted(previous["conditions"]), sorted(fingerprint["conditions"])),
     ]
-    for what, before, now in checks:
-        if before != now:
+    for what, before, current in checks:
+        if before != current:
             raise EvaluationError(f"cannot resume: the {what} differs from the run's manifest")
     for name, document in fingerprint["conditions"].items():
         if previous["conditions"][name]["config"] != document["config"]:
@@ -896,5 +785,5 @@ def write_reports(run_dir: str | Path) -> Scorecard:
         writer.writeheader()
         writer.writerows(rows)
     (run_dir / "scorecard.txt").write_text(report_text(run_dir) + "\n", encoding="utf-8")
-    _write_json(run_dir / "scorecard.json", report_document(run_dir))
+    write_json(run_dir / "scorecard.json", report_document(run_dir))
     return scorecard

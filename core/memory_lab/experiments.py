@@ -18,14 +18,11 @@ from __future__ import annotations
 import csv
 import hashlib
 import json
-import os
-import platform
-import secrets
 import statistics
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -35,16 +32,24 @@ from tqdm.auto import tqdm
 from memory_baseline.baseline import Baseline
 from memory_baseline.chunking import CHUNKER_VERSIONS, chunk_text
 from memory_baseline.config import ChunkingConfig, Config
-from memory_baseline.context import ContextTrace
+from memory_baseline.context import ContextTrace, Passage
 from memory_baseline.health import check_health
 from memory_baseline.ingest import discover
 from memory_baseline.readers import Reader, get_reader
-from memory_baseline.refresh import SyncReport, representation_id, sync
+from memory_baseline.refresh import SyncReport, sync
+from memory_baseline.representation import representation_id
 from memory_baseline.retrieval import RetrievalResult
 from memory_baseline.store import HNSW_INDEX, Store
 from memory_instrument import Task, load_tasks, stage_metrics
 
-from .evaluation import code_version, corpus_digest
+# The chapters build their sweeps from the registry through this module (`ex.fusion_variants`).
+from .conditions import (  # noqa: F401
+    context_variants,
+    fusion_variants,
+    rerank_variants,
+    sweep_factor,
+)
+from .runs import corpus_digest, file_digest, finish_run, start_run, write_json
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 RETRIEVAL_STAGES = ("lexical", "dense", "fused", "reranked")
@@ -136,14 +141,10 @@ class StudyRun:
         return path
 
     def finish(self, **facts: Any) -> None:
-        self.manifest.update(_jsonable(facts))
-        self.manifest["finished"] = datetime.now(UTC).isoformat()
-        self.manifest["status"] = "complete"
-        self._write()
+        finish_run(self.run_dir, self.manifest, **_jsonable(facts))
 
     def _write(self) -> None:
-        self.manifest_path.write_text(json.dumps(self.manifest, indent=2, ensure_ascii=False) + "\n",
-                                      encoding="utf-8")
+        write_json(self.manifest_path, self.manifest)
 
 
 def _cell(value: Any) -> Any:
@@ -157,30 +158,16 @@ def start_study(
     *, corpora: Mapping[str, str | Path] | None = None, tasks_path: str | Path | None = None,
 ) -> StudyRun:
     """Create a fresh run directory for `study`; an existing one is never reused."""
-    root = repo_path(runs_root)
-    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-    run_dir = root / f"{study}-{stamp}-{secrets.token_hex(3)}"
-    run_dir.mkdir(parents=True, exist_ok=False)
-    manifest: dict[str, Any] = {
-        "kind": "study",
+    facts: dict[str, Any] = {
         "study": study,
-        "run_id": run_dir.name,
-        "started": datetime.now(UTC).isoformat(),
-        "status": "running",
-        "code_version": code_version(),
         "parameters": _jsonable(dict(parameters)),
         "corpora": {name: {"path": display_path(path), "digest": corpus_digest(path)}
                     for name, path in (corpora or {}).items()},
-        "machine": {"cpus": os.cpu_count(), "platform": platform.platform(),
-                    "python": platform.python_version()},
     }
     if tasks_path is not None:
-        data = Path(tasks_path).read_bytes()
-        manifest["tasks"] = {"path": display_path(tasks_path),
-                             "sha256": hashlib.sha256(data).hexdigest()}
-    run = StudyRun(study, run_dir, manifest)
-    run._write()
-    return run
+        facts["tasks"] = {"path": display_path(tasks_path), "sha256": file_digest(tasks_path)}
+    run_dir, manifest = start_run(repo_path(runs_root), "study", prefix=f"{study}-", **facts)
+    return StudyRun(study, run_dir, manifest)
 
 
 # -- corpora, worlds, indexes, tasks ---------------------------------------------------
@@ -465,8 +452,8 @@ def trace_tasks(conn: psycopg.Connection, config: Config, tasks: Sequence[Task],
     for task in tqdm(tasks, desc=label or "retrieve", unit="task", disable=not progress, leave=False):
         as_of = task.as_of.isoformat() if task.as_of else None
         started = time.perf_counter()
-        retrieval, context = baseline.search(task.query, as_of)
-        traces.append(Trace(task, retrieval, context, time.perf_counter() - started))
+        found = baseline.search(task.query, as_of)
+        traces.append(Trace(task, found.retrieval, found.context, time.perf_counter() - started))
     return traces
 
 
@@ -758,43 +745,7 @@ def beir_embedding_rows(
 # -- chapter 4: fusion ---------------------------------------------------------------------------
 
 
-def fusion_variants(depth: int, rrf_ks: Sequence[int], blend_weights: Sequence[float]) -> dict[str, dict]:
-    """Single paths, RRF over a k sweep, convex blends, and the two budget regimes.
-
-    `hybrid, per-path d` gives each path `depth` candidates (a union up to 2d);
-    `hybrid, total d` halves each path so the union never exceeds what one path gets.
-    """
-    variants: dict[str, dict] = {
-        "lexical only": {"retrieval": {"dense": False, "per_path_candidates": depth}},
-        "dense only": {"retrieval": {"lexical": "none", "per_path_candidates": depth}},
-    }
-    for k in rrf_ks:
-        variants[f"rrf k={k}"] = {"retrieval": {"fusion": "rrf", "rrf_k": k, "per_path_candidates": depth}}
-    for weight in blend_weights:
-        variants[f"blend w={weight}"] = {"retrieval": {"fusion": "blend", "blend_weight": weight,
-                                                       "per_path_candidates": depth}}
-    variants[f"hybrid, per-path {depth}"] = {"retrieval": {"fusion": "rrf", "per_path_candidates": depth}}
-    variants[f"hybrid, total {depth}"] = {"retrieval": {"fusion": "rrf",
-                                                        "per_path_candidates": max(1, depth // 2)}}
-    variants["rrf, no identifier priority"] = {"retrieval": {"fusion": "rrf", "per_path_candidates": depth,
-                                                             "identifier_priority": False}}
-    return variants
-
-
 # -- chapter 5: reranking ------------------------------------------------------------------------
-
-
-def rerank_variants(rerankers: Sequence[str], truncations: Sequence[int], top_n: int) -> dict[str, dict]:
-    """`none` once; every other reranker at each passage truncation length (tokens)."""
-    variants: dict[str, dict] = {}
-    for name in rerankers:
-        if name == "none":
-            variants["none"] = {"rerank": {"name": "none"}}
-            continue
-        for tokens in truncations:
-            variants[f"{name} @{tokens}"] = {"rerank": {"name": name, "top_n": top_n,
-                                                        "max_passage_tokens": tokens}}
-    return variants
 
 
 def available_rerankers() -> list[str]:
@@ -824,28 +775,6 @@ def usable_rerankers(names: Sequence[str]) -> tuple[list[str], dict[str, str]]:
 
 
 # -- chapter 6: context ---------------------------------------------------------------------------
-
-
-def context_variants(passage_limits: Sequence[int], token_budgets: Sequence[int],
-                     orders: Sequence[str], quotas: Sequence[int | None],
-                     base: Mapping[str, Any]) -> dict[str, dict]:
-    """One-factor-at-a-time sweeps around the base context settings."""
-    variants: dict[str, dict] = {}
-    for limit in passage_limits:
-        variants[f"passages={limit}"] = {"context": {**base, "max_passages": limit}}
-    for budget in token_budgets:
-        variants[f"tokens={budget}"] = {"context": {**base, "token_budget": budget}}
-    for order in orders:
-        variants[f"order={order}"] = {"context": {**base, "order": order}}
-    for quota in quotas:
-        variants[f"per-source={quota or 'any'}"] = {"context": {**base, "per_source_quota": quota}}
-    return variants
-
-
-def sweep_factor(variant: str) -> tuple[str, str]:
-    """`passages=4` -> ('passages', '4')."""
-    factor, _, value = variant.partition("=")
-    return factor, value
 
 
 def read_and_score(
@@ -1008,16 +937,31 @@ def diagnose_case(
             "stage": stage, "per_source": stages}
 
 
+def recorded_context(case: Mapping[str, Any]) -> ContextTrace:
+    """The context decision of a case record (admitted passages without their text)."""
+    recorded = case["context"]
+    admitted = tuple(Passage(p["chunk_id"], p["source_id"], "", None, "", None, p["rank"],
+                             p.get("truncated", False)) for p in case["admitted"])
+    return ContextTrace(
+        admitted=admitted, duplicate_drops=tuple(recorded["duplicate_drops"]),
+        budget_drops=tuple(recorded["budget_drops"]), quota_drops=tuple(recorded["quota_drops"]),
+        not_considered=tuple(recorded["not_considered"]), truncated=recorded.get("truncated"),
+        prompt_tokens=recorded["prompt_tokens"], token_budget=recorded["token_budget"],
+        max_passages=recorded["max_passages"], order=recorded.get("order", "rank"),
+        oversize_policy=recorded.get("oversize_policy", "truncate"), tokenizer=recorded["tokenizer"])
+
+
 def diagnose_run(
     conn: psycopg.Connection, run_dir: str | Path, condition: str, *, progress: bool = True,
 ) -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]]]:
     """Where each failed task of `condition` in a ladder run lost its evidence, with the trace.
 
-    The case record says what the reader saw and how the instrument scored it; the
-    chunk-level trace (path lists, fused ranks, what assembly never considered) is
-    rebuilt by rerunning retrieval and assembly with the condition's recorded
-    configuration on the same index. `trace_matches` says whether the rerun admitted
-    the same sources as the recorded case; where it does not, trust the case record.
+    The case record says what the reader saw, how the instrument scored it and, since
+    case records keep every stage's chunk-level ranking, the whole trace: the diagnosis
+    reads it and searches nothing. Runs written before that (no ``retrieval`` in the
+    case) are diagnosed by rerunning retrieval and assembly with the condition's
+    recorded configuration on the same index; `trace_source` says which, and
+    `trace_matches` whether a rerun admitted the same sources as the recorded case.
     """
     from .evaluation import load_run
 
@@ -1036,12 +980,18 @@ def diagnose_run(
     traces: dict[str, dict[str, Any]] = {}
     for case in tqdm(failed, desc="diagnose", unit="case", disable=not progress, leave=False):
         task = tasks[case["task_id"]]
-        retrieval, context = baseline.search(task.query, case.get("as_of"))
+        if case.get("retrieval"):
+            retrieval, context, trace_source = (RetrievalResult.from_dict(case["retrieval"]),
+                                                recorded_context(case), "case record")
+        else:
+            found = baseline.search(task.query, case.get("as_of"))
+            retrieval, context, trace_source = found.retrieval, found.context, "rerun"
         diagnosis = diagnose_case(task, False, indexed, retrieval, context,
                                   rerank_top_n=config.rerank.top_n)
         recorded = case["stages"].get("admitted", [])
         diagnosis.update({
             "outcome": case["score"]["outcome"],
+            "trace_source": trace_source,
             "trace_matches": set(recorded) == set(context.admitted_sources),
         })
         rows.append(diagnosis)
