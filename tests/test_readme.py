@@ -1,0 +1,32 @@
+"""The README's result sections are what their committed artifacts render."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from memory_lab.readme import RENDERERS, ReadmeError, render
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_every_results_section_equals_its_artifact():
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    for name in RENDERERS:
+        assert f"<!-- results:{name} -->" in text, f"README lost its {name} section"
+    assert render(text, ROOT) == text, "README figures differ from their artifacts: python -m memory_lab.readme"
+
+
+def test_a_changed_figure_is_caught(tmp_path):
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    tampered = text.replace("| `lexical-bm25` | 0.", "| `lexical-bm25` | 9.", 1)
+    assert tampered != text
+    assert render(tampered, ROOT) != tampered
+
+
+def test_an_unknown_section_or_missing_artifact_is_one_line(tmp_path):
+    with pytest.raises(ReadmeError, match="no renderer"):
+        render("<!-- results:nope -->\n<!-- /results:nope -->", ROOT)
+    with pytest.raises(ReadmeError, match="not committed"):
+        render("<!-- results:scifact -->\n<!-- /results:scifact -->", tmp_path)
