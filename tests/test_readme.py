@@ -15,7 +15,7 @@ def test_every_results_section_equals_its_artifact():
     text = (ROOT / "README.md").read_text(encoding="utf-8")
     for name in RENDERERS:
         assert f"<!-- results:{name} -->" in text, f"README lost its {name} section"
-    assert render(text, ROOT) == text, "README figures differ from their artifacts: python -m memory_lab.readme"
+    assert render(text, ROOT) == text, "README differs from its artifacts: python -m memory_lab.readme"
 
 
 def test_a_changed_figure_is_caught(tmp_path):
