@@ -12,6 +12,13 @@ Files are written to a unique temporary name and renamed into place, so two
 processes writing the same key at once leave one complete file (both hold the
 same deterministic answer) and a reader never sees half a record. The stored
 prompt is compared on read, so even a hash collision cannot serve a wrong answer.
+
+Caches can be layered: read-only folders searched before the writable one
+(`read_first`, or the ``MEMORY_BASELINE_ANSWER_CACHE_PATH`` environment
+variable, folders separated by the OS path separator). A published run commits
+the entries it used (`export`), so a fresh machine reproduces its answers from
+the repository and computes only what a change of code, prompt or model
+invalidates.
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ import hashlib
 import json
 import os
 import secrets
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -35,30 +43,64 @@ def cache_key(reader_identity: dict[str, Any], prompt: str, settings: dict[str, 
     return hashlib.sha256(material.encode("utf-8")).hexdigest()
 
 
-class AnswerCache:
-    """A folder of cached completions, safe to share between processes."""
+READ_FIRST_ENV = "MEMORY_BASELINE_ANSWER_CACHE_PATH"
 
-    def __init__(self, root: str | Path | None = None) -> None:
+
+def _entry(root: Path, key: str) -> Path:
+    return root / key[:2] / f"{key}.json"
+
+
+class AnswerCache:
+    """A folder of cached completions, safe to share between processes, with read-only layers."""
+
+    def __init__(self, root: str | Path | None = None, *,
+                 read_first: Sequence[str | Path] | None = None) -> None:
         if root is None:
             from .server import memory_home  # deferred: only the default location needs it
 
             root = memory_home() / "answer-cache"
         self.root = Path(root)
+        if read_first is None:
+            read_first = [p for p in os.environ.get(READ_FIRST_ENV, "").split(os.pathsep) if p]
+        self.read_first = tuple(Path(p) for p in read_first)
 
     def path(self, key: str) -> Path:
-        return self.root / key[:2] / f"{key}.json"
+        return _entry(self.root, key)
 
     def get(self, key: str, prompt: str) -> dict[str, Any] | None:
-        """The stored record for `key`, or None when absent, unreadable or for another prompt."""
-        try:
-            record = json.loads(self.path(key).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return None  # a missing or damaged entry is a miss; the next put replaces it
-        if not isinstance(record, dict) or record.get("format") != CACHE_FORMAT:
-            return None
-        if record.get("prompt") != prompt:
-            return None
-        return record
+        """The stored record for `key` (read-only layers first), or None when absent,
+        unreadable or for another prompt. `record["layer"]` says which folder served it."""
+        for layer in (*self.read_first, self.root):
+            try:
+                record = json.loads(_entry(layer, key).read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                continue  # a missing or damaged entry is a miss; the next put replaces it
+            if isinstance(record, dict) and record.get("format") == CACHE_FORMAT \
+                    and record.get("prompt") == prompt:
+                return {**record, "layer": str(layer)}
+        return None
+
+    def export(self, keys: Iterable[str], target: str | Path) -> int:
+        """Copy the entries for `keys` (from any layer) into folder `target`; return how many.
+
+        A key with no entry anywhere is an error: a published run must be reproducible.
+        """
+        target = Path(target)
+        copied = 0
+        for key in sorted(set(keys)):
+            source = next((_entry(layer, key) for layer in (self.root, *self.read_first)
+                           if _entry(layer, key).is_file()), None)
+            if source is None:
+                raise FileNotFoundError(f"answer cache: no entry for key {key} to export")
+            destination = _entry(target, key)
+            if destination.is_file() and destination.read_bytes() == source.read_bytes():
+                continue
+            destination.parent.mkdir(parents=True, exist_ok=True)
+            temporary = destination.with_name(f".{key}.{os.getpid()}.tmp")
+            temporary.write_bytes(source.read_bytes())
+            os.replace(temporary, destination)
+            copied += 1
+        return copied
 
     def put(self, key: str, prompt: str, record: dict[str, Any]) -> Path:
         """Store `record` (JSON-serialisable) for `key`; the prompt is kept beside it."""

@@ -343,7 +343,7 @@ def _cached_or_generated(
     except (KeyError, TypeError):
         generation = None  # a record of another shape is a miss; the put below replaces it
     if generation is not None:
-        info = {"enabled": True, "hit": True, "key": key,
+        info = {"enabled": True, "hit": True, "key": key, "layer": record.get("layer"),
                 "original_seconds": round(generation.seconds, 4), "original_calls": generation.calls}
         return _answer_from(generation, passages, identity, cached=True,
                             seconds=time.perf_counter() - started, cache_info=info, style=style)
