@@ -122,7 +122,7 @@ def test_extractive_reads_alike_in_every_style_and_unknown_styles_fail_in_one_li
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("style", ["structured", "two-step"])
+@pytest.mark.parametrize("style", ["structured", "two-step", "focused"])
 def test_styles_on_a_real_model_cite_only_admitted_ids(style, tmp_path):
     reader = get_reader(ReaderConfig(name="smollm2", style=style, max_answer_tokens=160),
                         cache=AnswerCache(tmp_path))
@@ -180,3 +180,27 @@ def test_work_request_prose_is_one_line_and_table_headers_are_not_citations():
     text = 'Add [services.shipments] with event_store "postgresql" [decisions/adr-007.md].'
     checked = check_citations(text, [ADR7], enforce=True)
     assert checked.unknown == ("services.shipments",) and "[services.shipments]" not in checked.text
+
+
+def test_focused_style_asks_for_a_status_only_when_the_question_is_about_an_outcome():
+    from memory_baseline.reading import answer_schema, messages_for, question_kind
+
+    ids = ["adr/adr-007.md", "sessions/session-012.md"]
+    assert question_kind("Is ADR-003 still in force?") == "outcome"
+    assert question_kind("Why did the project move the event store to PostgreSQL?") == "why"
+    assert question_kind("Where did we discuss the event-store backend?") == "where"
+    assert "status" in answer_schema(ids, "Is ADR-003 still in force?", focused=True)["properties"]
+    why = answer_schema(ids, "Why did the project move to PostgreSQL?", focused=True)
+    assert "status" not in why["properties"]
+    where = answer_schema(ids, "Where did we discuss the backend?", focused=True)
+    assert where["properties"]["evidence"]["maxItems"] > answer_schema(ids, "Where?")["properties"][
+        "evidence"]["maxItems"]
+    prompt = messages_for("focused", "Why did the project move to PostgreSQL?", [], None)[-1]["content"]
+    assert "reasons the sources state" in prompt and "do not restate the question" in prompt
+
+
+def test_each_style_has_its_own_template_hash():
+    from memory_baseline.reading import STYLES, template_sha256
+
+    hashes = {style: template_sha256(style) for style in STYLES if style != "plain"}
+    assert len(set(hashes.values())) == len(hashes)

@@ -398,7 +398,7 @@ class LocalLLMReader:
         }
         self.style = _check_style(config.style, model)
         if self.style != "plain":  # the plain identity stays as it was, so its cached answers still hit
-            self.identity |= {"style": self.style, "style_template": reading.TEMPLATE_SHA256}
+            self.identity |= {"style": self.style, "style_template": reading.template_sha256(self.style)}
         self._cache = _answer_cache(config, cache)
 
     @property
@@ -497,7 +497,7 @@ class OllamaReader:
         }
         self.style = _check_style(config.style, "ollama")
         if self.style != "plain":
-            self.identity |= {"style": self.style, "style_template": reading.TEMPLATE_SHA256}
+            self.identity |= {"style": self.style, "style_template": reading.template_sha256(self.style)}
         self._cache = _answer_cache(config, cache)
         self._counts: dict[str, int] = {}
 

@@ -18,6 +18,13 @@ are reader engineering for a small local model, each a named configuration
   claims, listed oldest first with their dates, under the structured schema.
   A work request also keeps the sources in the second call, since a
   configuration has to follow the files' layout. Costs two calls.
+- ``focused``: the dated prompt and the structured schema, shaped by what the
+  question asks, as the system reads it from the question alone
+  (`question_kind`): an outcome status only when it asks about an outcome; for
+  a where-question one evidence item from every admitted source that bears on
+  it, all of them cited; for a why-question the reasons the record gives; and
+  always an answer composed from the quotes that keeps their dates, numbers
+  and names, and does not restate the question.
 
 The answer text of the structured styles is rendered from the fields:
 ``Status: <status>. <answer> [ids]`` plus a fenced block for an artifact. The
@@ -45,6 +52,8 @@ STYLES: dict[str, str] = {
     "dated": "as-of date first, dated passage headers, date order, outcome vocabulary; free text",
     "structured": "dated prompt, JSON-schema decoding: quoted evidence from admitted ids, answer, status",
     "two-step": "extract quoted claims (constrained), then answer from them (structured); two calls",
+    "focused": "structured, shaped by the question's kind: status only for outcomes, every source for "
+               "where-questions, reasons for why, specifics kept",
 }
 STATUSES = ("decided", "proposed", "rejected", "superseded", "open", "done", "not-applicable")
 ARTIFACT_LANGUAGES = ("yaml", "toml", "json", "python", "sql", "ini", "text")
@@ -94,15 +103,47 @@ ASK_CLAIMS = (
     "and the reasons given."
 )
 
+ASK_FOCUSED = (
+    "Reply in JSON. evidence: first quote the sentences that answer the question, each with its "
+    "source id and the words exactly as written. answer: then answer from those quotes only, in one "
+    "or two sentences that start with the answer itself (do not restate the question) and keep the "
+    "dates, numbers, names and versions the quotes give. If the sources do not answer the question, "
+    f"answer exactly: {INSUFFICIENT}."
+)
+ASK_FOCUSED_KIND = {
+    "outcome": " " + STATUS_GUIDE,
+    "where": (f" This asks where something was discussed or recorded: give one evidence item from "
+              f"every source that bears on it (up to {MAX_EVIDENCE + 2}), and name each of them in "
+              "the answer."),
+    "why": (" This asks why: the answer gives the reasons the sources state for it (the measured "
+            "problem, the evidence, the trade-off), not praise of the choice."),
+    "list": (" This asks for a list: the answer names every item the sources give, each with its "
+             "state (still open or done) as of the question's date."),
+    "other": "",
+}
+QUESTION_KINDS = tuple(ASK_FOCUSED_KIND) + ("work",)
+
 # Bump when the schemas or grammars change shape: the answer cache keys on the prompt text,
 # which a schema change leaves as it was.
 GRAMMAR_VERSION = 2
-# Recorded in the reader identity: a changed template or grammar is a different reader.
-TEMPLATE_SHA256 = hashlib.sha256(
-    json.dumps([SYSTEM_DATED, STATUS_GUIDE, ASK_DATED, ASK_STRUCTURED, ASK_ARTIFACT, ASK_CLAIMS,
-                STATUSES, ARTIFACT_LANGUAGES, MAX_EVIDENCE, MAX_CLAIMS, MAX_QUOTE_CHARS,
-                MAX_ANSWER_CHARS, GRAMMAR_VERSION]).encode("utf-8")
-).hexdigest()[:16]
+_SHARED_TEMPLATE = (SYSTEM_DATED, STATUS_GUIDE, ASK_ARTIFACT, STATUSES, ARTIFACT_LANGUAGES, MAX_EVIDENCE,
+                    MAX_CLAIMS, MAX_QUOTE_CHARS, MAX_ANSWER_CHARS, GRAMMAR_VERSION)
+
+
+def template_sha256(style: str) -> str:
+    """Recorded in the reader identity: a changed template or grammar is a different reader.
+
+    Per style, so that adding or changing one style leaves the others' cached answers valid.
+    """
+    own: dict[str, tuple] = {
+        "dated": (ASK_DATED,),
+        "structured": (ASK_STRUCTURED,),
+        "two-step": (ASK_CLAIMS, ASK_STRUCTURED),
+        "focused": (ASK_FOCUSED, ASK_FOCUSED_KIND,
+                    [r.pattern for r in (_WORK_VERB, _WORK_OBJECT, _WHERE, _WHY, _LIST, _OUTCOME)]),
+    }
+    material = json.dumps([_SHARED_TEMPLATE, own.get(style, ())], ensure_ascii=False)
+    return hashlib.sha256(material.encode("utf-8")).hexdigest()[:16]
 
 _WORK_VERB = re.compile(r"\b(write|draft|generate|create|produce|add)\b", re.IGNORECASE)
 _WORK_OBJECT = re.compile(
@@ -116,10 +157,37 @@ def is_work_request(query: str) -> bool:
     return bool(_WORK_VERB.search(query) and _WORK_OBJECT.search(query))
 
 
+_WHERE = re.compile(r"^\s*(where|in which (files?|documents?|sessions?|records?)|which (files?|"
+                    r"documents?|sessions?|records?|sources?))\b", re.IGNORECASE)
+_WHY = re.compile(r"^\s*why\b|\bwhat (was|were) the reasons?\b|\bwhy did\b", re.IGNORECASE)
+_LIST = re.compile(r"\b(still open|outstanding|open items?|follow-?ups?|obligations?|left to do|"
+                   r"remaining|not yet done|what (is|was|remains) (still )?(open|pending))\b", re.IGNORECASE)
+_OUTCOME = re.compile(
+    r"^\s*(have|has|had|was|were|is|are|did|does|do)\b|\b(decided|decision|adopted|accepted|rejected|approved|superseded|replaced|withdrawn|deferred|"
+    r"status|outcome|still (use|run|used|running)|did (we|they|the team)|was .* (adopted|chosen|"
+    r"rejected|accepted)|is .* (in force|current))\b", re.IGNORECASE)
+
+
+def question_kind(query: str) -> str:
+    """What the question asks for, read from its words alone (never from a task label):
+    ``work`` (an artifact), ``where``, ``why``, ``list``, ``outcome`` or ``other``."""
+    if is_work_request(query):
+        return "work"
+    if _WHERE.search(query):
+        return "where"
+    if _WHY.search(query):
+        return "why"
+    if _LIST.search(query):
+        return "list"
+    if _OUTCOME.search(query):
+        return "outcome"
+    return "other"
+
+
 def answer_allowance(style: str, query: str, max_answer_tokens: int) -> int:
     """Tokens a reply may use: a structured work request carries evidence and an artifact, so twice."""
-    return max_answer_tokens * 2 if style in ("structured", "two-step") and is_work_request(query) \
-        else max_answer_tokens
+    structured = style in ("structured", "two-step", "focused")
+    return max_answer_tokens * 2 if structured and is_work_request(query) else max_answer_tokens
 
 
 def requested_languages(query: str) -> tuple[str, ...]:
@@ -157,6 +225,11 @@ def answer_ask(query: str) -> str:
     return ASK_STRUCTURED + (ASK_ARTIFACT if is_work_request(query) else "")
 
 
+def focused_ask(query: str) -> str:
+    kind = question_kind(query)
+    return ASK_FOCUSED + (ASK_ARTIFACT if kind == "work" else ASK_FOCUSED_KIND[kind])
+
+
 def messages_for(style: str, query: str, passages: Sequence[Passage], as_of: str | None) -> list[dict]:
     """The first (for two-step: the extraction) prompt of a non-plain style."""
     if style == "dated":
@@ -165,18 +238,26 @@ def messages_for(style: str, query: str, passages: Sequence[Passage], as_of: str
         return dated_messages(query, passages, as_of, answer_ask(query))
     if style == "two-step":
         return dated_messages(query, passages, as_of, ASK_CLAIMS)
+    if style == "focused":
+        return dated_messages(query, passages, as_of, focused_ask(query))
     raise ValueError(f"unknown reading style {style!r}; choose one of {sorted(STYLES)}")
 
 
 # -- schemas ---------------------------------------------------------------------------
 
 
-def answer_schema(source_ids: Sequence[str], query: str) -> dict[str, Any]:
-    """Evidence (ids from the enum only), answer, status; artifact fields for a work request."""
+def answer_schema(source_ids: Sequence[str], query: str, *, focused: bool = False) -> dict[str, Any]:
+    """Evidence (ids from the enum only), answer, status; artifact fields for a work request.
+
+    `focused` (the focused style): a status only for an outcome question, and room for
+    one evidence item per source on a where-question.
+    """
     work = is_work_request(query)
+    kind = question_kind(query)
+    most = MAX_EVIDENCE + 2 if focused and kind == "where" else MAX_EVIDENCE
     properties: dict[str, Any] = {
         "evidence": {
-            "type": "array", "minItems": 1, "maxItems": MAX_EVIDENCE,
+            "type": "array", "minItems": 1, "maxItems": most,
             "items": {"type": "object",
                       "properties": {"source": {"enum": list(source_ids)},
                                      "quote": {"type": "string", "maxLength": MAX_QUOTE_CHARS}},
@@ -184,7 +265,7 @@ def answer_schema(source_ids: Sequence[str], query: str) -> dict[str, Any]:
         },
         "answer": {"type": "string", "maxLength": 200 if work else MAX_ANSWER_CHARS},
     }
-    if not work:  # an artifact has no outcome to classify
+    if not work and (not focused or kind == "outcome"):  # an artifact has no outcome to classify
         properties["status"] = {"enum": list(STATUSES)}
     return {"type": "object", "properties": properties, "required": list(properties)}
 
@@ -304,6 +385,8 @@ def run_style(style: str, complete: Complete, messages: list[dict], query: str,
     ids = list(dict.fromkeys(p.source_id for p in passages))
     if style == "structured":
         return single(complete(messages, answer_schema(ids, query)))
+    if style == "focused":
+        return single(complete(messages, answer_schema(ids, query, focused=True)))
     first = complete(messages, claims_schema(ids))
     claims = _parse_json(first.text).get("claims") or []
     claims = [c for c in claims if isinstance(c, dict) and c.get("source") in ids]
