@@ -3,9 +3,9 @@
 A world is a folder with four parts: `history/` (the corpus a system may read),
 `LEDGER.md` plus `ledger.json` (what really happened), `tasks.json` (questions of
 all six types, valid under the task-file contract), and `harnesses/` (one executed
-check per downstream task, `memory_instrument.harness`; never part of the corpus). Everything is derived from one
-`random.Random(seed)`, so the same parameters always give the same bytes; that is
-what lets a run manifest name a world by its digest.
+check per downstream task, `memory_instrument.harness`; never part of the corpus).
+Everything is derived from one `random.Random(seed)`, so the same parameters always
+give the same bytes; that is what lets a run manifest name a world by its digest.
 
 The story elements mirror the canonical fixture: decisions whose rationale lives in a
 separate report (and often far away inside a long session), proposals that are later
