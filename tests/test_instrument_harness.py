@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from memory_instrument import SystemOutput, load_tasks, parse_task_file, score_task
+from memory_instrument import SystemOutput, load_tasks, parse_task_file, score_task, write_task_file
 from memory_instrument.harness import HarnessError, load_harness, run_harness
 from memory_instrument.scoring import ScoringError
 from memory_instrument.tasks import TaskFileError
@@ -270,3 +270,16 @@ def test_a_task_read_from_memory_cannot_find_its_harness() -> None:
     assert task.to_dict()["answer"]["harness"] == "cfg"
     with pytest.raises(ScoringError, match="harness 'cfg' cannot be found"):
         score_task(task, _output("d1", "```yaml\na: 1\n```"))
+
+
+def test_a_task_subset_written_elsewhere_takes_its_harnesses_along(tmp_path: Path) -> None:
+    tasks = load_tasks(FIXTURES / "tasks.json")
+    chosen = [t for t in tasks if t.question_type == "downstream"][:2] + [tasks.get("locate-evt-204")]
+    path = write_task_file(chosen, tmp_path / "subset" / "tasks.json")
+    again = load_tasks(path)
+    assert again.ids == tuple(t.id for t in chosen)
+    for task in again:
+        if task.answer.harness:
+            assert task.answer.harness_dir == tmp_path / "subset" / "harnesses" / task.answer.harness
+            assert load_harness(task.answer.harness_dir).digest == load_harness(
+                HARNESSES / task.answer.harness).digest

@@ -66,6 +66,20 @@ SYSTEM_DATED = (
     "decisions and the existing files in the sources.\n"
     f"- If the sources do not answer the question, answer exactly: {INSUFFICIENT}."
 )
+# The no-memory control in the same style: the same rules, layout, ask and output format,
+# only no records, so it answers from general knowledge (as the plain control does).
+SYSTEM_DATED_NO_HISTORY = (
+    "You answer questions about a software project, but none of its records are available for "
+    "this question: answer from general knowledge and say that no project records were "
+    "consulted.\n"
+    "- When the question has a date, answer for that date.\n"
+    "- Tell apart what was proposed, decided, rejected, superseded by a later decision, promised "
+    "but still open, and done.\n"
+    "- When the question asks for a configuration or code, write it as such a project would most "
+    "likely need it.\n"
+    f"- If you cannot answer the question at all, answer exactly: {INSUFFICIENT}."
+)
+NO_SOURCES = "(none: no project records are available for this question)"
 STATUS_GUIDE = (
     "status: what the sources say happened to the thing asked about: decided (adopted and in "
     "force), proposed (suggested, never decided), rejected, superseded (decided, later replaced), "
@@ -142,27 +156,39 @@ def render_dated_passage(passage: Passage) -> str:
     return f"### [{passage.source_id}] ({'; '.join(details)})\n{passage.text.strip()}"
 
 
-def dated_messages(query: str, passages: Sequence[Passage], as_of: str | None, ask: str) -> list[dict]:
+def dated_messages(query: str, passages: Sequence[Passage], as_of: str | None, ask: str, *,
+                   history: bool = True) -> list[dict]:
+    """The dated layout; `history=False` keeps it and says that there are no records."""
     parts = []
     if as_of:
         parts.append(f"Today is {as_of}. Answer as of {as_of}.")
     parts.append("Sources (oldest first):" if as_of else "Sources:")
-    parts.append("\n\n".join(render_dated_passage(p) for p in ordered_for_reading(passages, as_of)))
+    if history:
+        parts.append("\n\n".join(render_dated_passage(p) for p in ordered_for_reading(passages, as_of)))
+    else:
+        parts.append(NO_SOURCES)
     parts.append(f"Question{f' (as of {as_of})' if as_of else ''}: {query.strip()}")
     parts.append(ask)
-    return [{"role": "system", "content": SYSTEM_DATED}, {"role": "user", "content": "\n\n".join(parts)}]
+    system = SYSTEM_DATED if history else SYSTEM_DATED_NO_HISTORY
+    return [{"role": "system", "content": system}, {"role": "user", "content": "\n\n".join(parts)}]
 
 
 def answer_ask(query: str) -> str:
     return ASK_STRUCTURED + (ASK_ARTIFACT if is_work_request(query) else "")
 
 
-def messages_for(style: str, query: str, passages: Sequence[Passage], as_of: str | None) -> list[dict]:
-    """The first (for two-step: the extraction) prompt of a non-plain style."""
+def messages_for(style: str, query: str, passages: Sequence[Passage], as_of: str | None, *,
+                 history: bool = True) -> list[dict]:
+    """The first (for two-step: the extraction) prompt of a non-plain style.
+
+    Without history (the matched no-memory control) each style keeps its layout, ask and
+    output format; two-step has no sources to extract claims from, so it asks its
+    answer step directly, which is the structured prompt.
+    """
     if style == "dated":
-        return dated_messages(query, passages, as_of, ASK_DATED)
-    if style == "structured":
-        return dated_messages(query, passages, as_of, answer_ask(query))
+        return dated_messages(query, passages, as_of, ASK_DATED, history=history)
+    if style == "structured" or (style == "two-step" and not history):
+        return dated_messages(query, passages, as_of, answer_ask(query), history=history)
     if style == "two-step":
         return dated_messages(query, passages, as_of, ASK_CLAIMS)
     raise ValueError(f"unknown reading style {style!r}; choose one of {sorted(STYLES)}")
@@ -174,14 +200,16 @@ def messages_for(style: str, query: str, passages: Sequence[Passage], as_of: str
 def answer_schema(source_ids: Sequence[str], query: str) -> dict[str, Any]:
     """Evidence (ids from the enum only), answer, status; artifact fields for a work request."""
     work = is_work_request(query)
+    # With no source at all (the no-memory control) the evidence list is the same field, empty.
+    evidence: dict[str, Any] = {
+        "type": "array", "minItems": 1, "maxItems": MAX_EVIDENCE,
+        "items": {"type": "object",
+                  "properties": {"source": {"enum": list(source_ids)},
+                                 "quote": {"type": "string", "maxLength": MAX_QUOTE_CHARS}},
+                  "required": ["source", "quote"]},
+    } if source_ids else {"type": "array", "maxItems": 0}
     properties: dict[str, Any] = {
-        "evidence": {
-            "type": "array", "minItems": 1, "maxItems": MAX_EVIDENCE,
-            "items": {"type": "object",
-                      "properties": {"source": {"enum": list(source_ids)},
-                                     "quote": {"type": "string", "maxLength": MAX_QUOTE_CHARS}},
-                      "required": ["source", "quote"]},
-        },
+        "evidence": evidence,
         "answer": {"type": "string", "maxLength": 200 if work else MAX_ANSWER_CHARS},
     }
     if not work:  # an artifact has no outcome to classify
@@ -302,7 +330,9 @@ def run_style(style: str, complete: Complete, messages: list[dict], query: str,
     if style in ("plain", "dated"):
         return single(complete(messages, None))
     ids = list(dict.fromkeys(p.source_id for p in passages))
-    if style == "structured":
+    # No passages reach here only without history (readers abstain otherwise); two-step then
+    # asks its answer step alone (see messages_for).
+    if style == "structured" or (style == "two-step" and not passages):
         return single(complete(messages, answer_schema(ids, query)))
     first = complete(messages, claims_schema(ids))
     claims = _parse_json(first.text).get("claims") or []

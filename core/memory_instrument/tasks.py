@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator, Mapping
+import shutil
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import date
 from pathlib import Path
@@ -475,6 +476,30 @@ def _parse_evidence(
     if not isinstance(quote, str) or not quote.strip():
         fail(f"{name}.quote", "must be a non-empty string")
     return EvidenceSpan(source=source, quote=quote)
+
+
+def write_task_file(tasks: Iterable[Task], path: str | Path) -> Path:
+    """Write tasks as a task file and copy the harnesses they name beside it.
+
+    A subset written elsewhere (a smoke run's dozen tasks, a test's sample) must still
+    find its harnesses, which live next to the task file (`HARNESS_FOLDER`); a copy, not
+    a link, so a committed run folder holds the harnesses its scores name (each score
+    also records the harness digest).
+    """
+    path = Path(path)
+    chosen = list(tasks)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    for task in chosen:
+        source = task.answer.harness_dir
+        if source is None:
+            continue
+        target = path.parent / HARNESS_FOLDER / task.answer.harness
+        if target.resolve() != source.resolve():
+            shutil.rmtree(target, ignore_errors=True)
+            shutil.copytree(source, target, ignore=shutil.ignore_patterns("__pycache__"))
+    document = {"version": TASK_FILE_VERSION, "tasks": [task.to_dict() for task in chosen]}
+    path.write_text(json.dumps(document, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    return path
 
 
 def find_evidence_mismatches(tasks: TaskSet, corpus_root: str | Path) -> list[str]:
