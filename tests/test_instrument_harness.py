@@ -143,6 +143,11 @@ def test_new_processes_are_refused() -> None:
     assert result.status == "refused" and result.reason == "a new process: os.system"
 
 
+def test_limits_cannot_be_raised_from_inside() -> None:
+    result = run_publish(GOOD + "\nimport resource\nresource.setrlimit(resource.RLIMIT_CPU, (-1, -1))\n")
+    assert result.status == "refused" and result.reason == "a change of its limits: resource.setrlimit"
+
+
 def test_crash_without_result_is_recorded() -> None:
     result = run_publish("import os\nos._exit(3)\n")
     assert result.status == "crash" and result.reason.startswith("exit code 3")

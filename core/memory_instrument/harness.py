@@ -19,8 +19,10 @@ Two kinds:
   scrubbed environment (PATH, LANG, HOME and TMPDIR only; HOME and TMPDIR inside the
   sandbox), so only the standard library, the sandbox folder and the harness's named
   `dependencies` (each linked in by itself, nothing else of site-packages) are
-  importable. The parent sets rlimits (CPU seconds, address space, file size, open
-  files, no core files) and a wall timeout that kills the child's process group. The
+  importable. The child's first act is to set its rlimits (CPU seconds, address space,
+  file size, open files, no core files; set there rather than in a `preexec_fn`, which
+  is unsafe in a parent with threads, as the lab's is); the parent keeps a wall timeout
+  that kills the child's process group. The
   child's audit hook refuses sockets, SQLite, new processes, native code and writes
   outside the folder (see `sandbox_runner` for exactly what it does and does not
   guarantee). Non-Python work (SQL, a shell runbook, a requirements file) uses this
@@ -40,7 +42,6 @@ import importlib.util
 import json
 import os
 import re
-import resource
 import shutil
 import signal
 import subprocess
@@ -399,21 +400,6 @@ def _dependency_links(names: tuple[str, ...], into: Path) -> None:
             (into / source.name).symlink_to(source)
 
 
-def _limit_child(limits: dict[str, float]):
-    cpu = int(limits["cpu_seconds"])
-    memory = int(limits["memory_mb"] * 1024 * 1024)
-    file_size = int(limits["file_mb"] * 1024 * 1024)
-
-    def apply() -> None:  # runs in the child between fork and exec
-        resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
-        resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
-        resource.setrlimit(resource.RLIMIT_FSIZE, (file_size, file_size))
-        resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64))
-        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-
-    return apply
-
-
 def _run_sandboxed(harness: Harness, artifact: str) -> HarnessResult:
     with tempfile.TemporaryDirectory(prefix=f"harness-{harness.name}-") as root:
         root_path = Path(root)
@@ -433,7 +419,10 @@ def _run_sandboxed(harness: Harness, artifact: str) -> HarnessResult:
         read_end, write_end = os.pipe()
         config = {"sandbox": str(sandbox), "artifact_path": harness.artifact_path,
                   "language": harness.language, "tests": list(harness.tests),
-                  "extra_paths": [str(deps)], "result_fd": write_end}
+                  "extra_paths": [str(deps)], "result_fd": write_end,
+                  "limits": {"cpu_seconds": int(harness.limits["cpu_seconds"]),
+                             "memory_bytes": int(harness.limits["memory_mb"] * 1024 * 1024),
+                             "file_bytes": int(harness.limits["file_mb"] * 1024 * 1024)}}
         (runner_dir / "config.json").write_text(json.dumps(config), encoding="utf-8")
         env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": str(sandbox),
                "TMPDIR": str(sandbox / "tmp")}
@@ -443,8 +432,7 @@ def _run_sandboxed(harness: Harness, artifact: str) -> HarnessResult:
         try:
             child = subprocess.Popen(command, cwd=sandbox, env=env, stdin=subprocess.DEVNULL,
                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                     pass_fds=(write_end,), start_new_session=True,
-                                     preexec_fn=_limit_child(harness.limits))
+                                     pass_fds=(write_end,), start_new_session=True)
         finally:
             os.close(write_end)
         timed_out = False

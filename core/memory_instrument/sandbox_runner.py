@@ -12,6 +12,7 @@ PermissionError) and records:
 - SQLite: `sqlite3.connect` of any database, file or ``:memory:``;
 - processes: `subprocess`, `os.system`, the `exec`/`spawn`/`fork` family, `os.kill`;
 - native code: `ctypes.dlopen` (the one way round the hook from Python code);
+- its own limits: `resource.setrlimit`/`prlimit` (root may raise a hard limit);
 - writes outside the sandbox folder: `open` with a writing mode or flag, and
   remove, rename, mkdir, rmdir, chmod, chown, link, symlink, truncate, utime,
   rmtree, whose path resolves (symlinks followed) outside it. `/dev/null` is allowed.
@@ -22,7 +23,9 @@ written to defeat it (an extension module already importable could do anything,
 and code in this interpreter can forge its own test results), and it does not
 limit reading. Those are out of scope: the work products are model answers to a
 request, and the harness asks whether they do the right thing, not whether they
-can escape. Time, memory and file-size limits are the parent's (rlimits, wall timeout).
+can escape. Before any of this the runner sets its rlimits (CPU, address space, file
+size, open files, core files; hard limits too, so they cannot be raised); the
+parent kills the process group at the wall timeout.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import resource
 import sys
 import traceback
 import unittest
@@ -93,6 +97,8 @@ class Guard:
             self.refuse(f"network access: {event}")
         elif event in _PROCESS_EVENTS:
             self.refuse(f"a new process: {event}")
+        elif event in ("resource.setrlimit", "resource.prlimit"):
+            self.refuse(f"a change of its limits: {event}")  # root could raise hard limits
         elif event == "ctypes.dlopen":
             self.refuse(f"native code: ctypes.dlopen({args[0]!r})")
         elif event in _PATH_EVENTS:
@@ -183,9 +189,20 @@ def _tests_of(suite: unittest.TestSuite):
             yield item
 
 
+def set_limits(limits: dict) -> None:
+    """Soft and hard limits alike, so the work product cannot raise them again."""
+    cpu = limits["cpu_seconds"]
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))  # SIGXCPU at the soft limit
+    resource.setrlimit(resource.RLIMIT_AS, (limits["memory_bytes"], limits["memory_bytes"]))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (limits["file_bytes"], limits["file_bytes"]))
+    resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+
 def main() -> None:
     with open(sys.argv[1], encoding="utf-8") as handle:
         config = json.load(handle)
+    set_limits(config["limits"])
     report = os.fdopen(config["result_fd"], "w", encoding="utf-8")
     os.chdir(config["sandbox"])
     try:
