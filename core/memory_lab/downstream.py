@@ -23,6 +23,8 @@ from typing import Any
 
 import numpy as np
 
+from memory_instrument import SystemOutput, TaskSet, score_task
+
 CONTROL = "no-memory"
 BOOTSTRAP_RESAMPLES = 10_000
 BOOTSTRAP_SEED = 18
@@ -123,3 +125,39 @@ def downstream_table_text(rows: Sequence[DownstreamGain]) -> list[str]:
                      f"{row.control_pass_rate:>10.2f} {row.gain:>+7.2f}  "
                      f"[{row.ci_low:+.2f}, {row.ci_high:+.2f}]")
     return lines
+
+
+@dataclass(frozen=True)
+class Rescored:
+    """One recorded downstream case judged again by the current instrument."""
+
+    task_id: str
+    condition: str
+    recorded_grader: str
+    recorded_artifact_pass: bool | None
+    artifact_pass: bool | None
+    status: str | None  # the harness status, None for a task without a harness
+    reason: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def rescore_downstream(cases: Iterable[dict[str, Any]], tasks: TaskSet) -> list[Rescored]:
+    """Score the recorded work products of past downstream cases with the current tasks and harnesses.
+
+    Uses each case's stored `SystemOutput`, so no reader runs; a published run's answers
+    show how its lexical verdicts hold up once the work is executed.
+    """
+    known = set(tasks.ids)
+    rows = []
+    for case in cases:
+        if case["question_type"] != "downstream" or case["task_id"] not in known:
+            continue
+        score = score_task(tasks.get(case["task_id"]), SystemOutput.from_dict(case["output"]))
+        harness = score.harness or {}
+        reason = "; ".join(c.reason for c in score.artifact_checks if not c.passed) or "passed"
+        rows.append(Rescored(case["task_id"], case["condition"], case["score"]["grader_version"],
+                             case["score"].get("artifact_pass"), score.artifact_pass,
+                             harness.get("status"), reason))
+    return rows
