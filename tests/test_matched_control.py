@@ -111,3 +111,24 @@ def test_bootstrap_is_reproducible_and_degenerate_pairs_have_a_point_interval() 
     assert paired_bootstrap([1.0, 1.0, 1.0]) == (1.0, 1.0)
     with pytest.raises(ValueError, match="at least one pair"):
         paired_bootstrap([])
+
+
+def test_recorded_downstream_work_is_judged_again_by_its_harness() -> None:
+    from pathlib import Path
+
+    from memory_instrument import SystemOutput, load_tasks
+    from memory_lab.downstream import rescore_downstream
+
+    fixtures = Path(__file__).resolve().parents[1] / "fixtures"
+    tasks = load_tasks(fixtures / "tasks.json")
+    good = (fixtures / "harnesses" / "downstream-shipments-config" / "examples" / "good.yaml").read_text()
+    broken = good.replace("keep_last: 3", "keep_last: 3\\n")  # a literal backslash-n, as a model wrote it
+    cases = [{"task_id": "downstream-shipments-config", "condition": name, "question_type": "downstream",
+              "score": {"grader_version": "instrument-1.0", "artifact_pass": True},
+              "output": SystemOutput("downstream-shipments-config", name, f"```yaml\n{text}```\n",
+                                     False).to_dict()}
+             for name, text in (("hybrid", good), ("lexical", broken))]
+    rows = {row.condition: row for row in rescore_downstream(cases, tasks)}
+    assert rows["hybrid"].artifact_pass is True and rows["hybrid"].status == "passed"
+    assert rows["lexical"].artifact_pass is False and rows["lexical"].status == "schema_error"
+    assert "keep_last" in rows["lexical"].reason and rows["lexical"].recorded_artifact_pass is True

@@ -26,6 +26,9 @@ import numpy as np
 from memory_instrument import SystemOutput, TaskSet, score_task
 
 CONTROL = "no-memory"
+# Written into a run's manifest by runs whose no-memory asks the matched way; older runs
+# asked no-memory with the plain prompt whatever the style, and their table says so.
+MATCHED_CONTROL = "matched: the reading style, layout and output format of the other conditions, no history"
 BOOTSTRAP_RESAMPLES = 10_000
 BOOTSTRAP_SEED = 18
 CONFIDENCE = 0.95
@@ -109,13 +112,15 @@ def downstream_gains_by_condition(
     return rows
 
 
-def downstream_table_text(rows: Sequence[DownstreamGain]) -> list[str]:
+def downstream_table_text(rows: Sequence[DownstreamGain], *, matched: bool = True) -> list[str]:
     """The table `report_text` prints: pass rates beside the control, paired gain and its interval."""
     if not rows:
         return []
     control = rows[0].control
-    lines = [f"Downstream work: pass rate beside the matched control ({control}, same reading style "
-             "and format, no history); paired gain with a bootstrap 95% interval",
+    how = ("the matched control ({}, same reading style and format, no history)" if matched else
+           "the control ({}, asked with the plain prompt: not matched to the conditions' style)")
+    lines = [f"Downstream work: pass rate beside {how.format(control)}; paired gain with a "
+             "bootstrap 95% interval",
              f"  {'condition':<20} {'tasks':>5} {'passed':>8} {control:>10} {'gain':>7}  95% interval"]
     for row in rows:
         if not row.tasks:

@@ -84,7 +84,7 @@ from memory_instrument import (
 )
 from memory_instrument import Passage as InstrumentPassage
 
-from .downstream import downstream_gains_by_condition, downstream_table_text
+from .downstream import MATCHED_CONTROL, downstream_gains_by_condition, downstream_table_text
 
 DEFAULT_RERANKER = "llm-qwen-0.5b"
 
@@ -707,6 +707,7 @@ def run_evaluation(
             "condition_order": list(conditions),
             "best": best.to_dict() if best else None,
             "grader_version": GRADER_VERSION,
+            "no_memory_control": MATCHED_CONTROL,
             "started": started,
             "finished": None,
             "machine": {"cpus": os.cpu_count(), "platform": platform.platform(),
@@ -878,7 +879,9 @@ def report_text(run_dir: str | Path) -> str:
                          f"{gain['checks_passed_with']}/{gain['checks_total']} vs "
                          f"{gain['checks_passed_without']}/{gain['checks_total']} "
                          f"(gain {gain['gain']:+d})")
-    table = downstream_table_text(downstream_gains_by_condition(load_run(run_dir)[1]))
+    manifest, cases = load_run(run_dir)
+    table = downstream_table_text(downstream_gains_by_condition(cases),
+                                  matched=manifest.get("no_memory_control") == MATCHED_CONTROL)
     if table:
         lines += ["", *table]
     full = document["full_history_input"]
