@@ -20,15 +20,15 @@ RETRIEVAL_CONDITIONS = {"lexical", "dense", "hybrid"}
 
 def _subset_task_file(path: Path) -> Path:
     """Two tasks of every question type plus one abstention, in a file outside the corpus."""
-    document = json.loads(FIXTURE_TASKS.read_text(encoding="utf-8"))
+    from memory_instrument import load_tasks, write_task_file
+
     chosen, per_type = [], {}
-    for task in document["tasks"]:
-        kind = "abstain" if task["answer"]["abstain"] else task["question_type"]
+    for task in load_tasks(FIXTURE_TASKS):
+        kind = "abstain" if task.answer.abstain else task.question_type
         if per_type.get(kind, 0) < (1 if kind == "abstain" else 2):
             per_type[kind] = per_type.get(kind, 0) + 1
             chosen.append(task)
-    path.write_text(json.dumps({"version": 1, "tasks": chosen}), encoding="utf-8")
-    return path
+    return write_task_file(chosen, path)  # with the harnesses its downstream tasks name
 
 
 @pytest.fixture(scope="module")
@@ -164,6 +164,12 @@ def test_report_shows_downstream_gain_over_no_memory(harness):
     assert all(g["without_condition"] == "no-memory" for g in gains)
     assert document["full_history_input"]["token_budget"] > 0
     assert "Downstream tasks" in report_text(harness["run_dir"])
+    table = document["downstream_by_condition"]
+    assert table[0]["condition"] == "no-memory" and table[0]["gain"] == 0.0
+    assert {row["condition"] for row in table} == set(CONDITIONS)
+    assert all(row["tasks"] == len(downstream) for row in table)
+    assert all(row["ci_low"] <= row["gain"] <= row["ci_high"] for row in table)
+    assert "matched control (no-memory" in report_text(harness["run_dir"])
     json.dumps(document)  # the JSON report is serialisable as is
 
 

@@ -138,9 +138,9 @@ def test_consulted_history_with_nothing_admitted_abstains_without_a_call(tmp_pat
     reader = get_reader(ReaderConfig(name="smollm2"), cache=AnswerCache(tmp_path))
     answer = reader.answer("What autoscaling policy did we set?", [], None)
     assert answer.abstained and answer.usage.calls == 0
-    # No memory at all is another thing: the model is asked, without history.
+    # No memory at all is another thing: the model is asked in its own style, without history.
     messages = reader.messages("What autoscaling policy did we set?", [], None, history=False)
-    assert "no project history is available" in messages[0]["content"]
+    assert "none of its records are available" in messages[0]["content"]
 
 
 @pytest.mark.slow

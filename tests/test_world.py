@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from memory_instrument.harness import load_harness, run_harness
 from memory_instrument.scoring import run_artifact_check
 from memory_instrument.tasks import QUESTION_TYPES, find_evidence_mismatches, load_tasks
 from memory_instrument.world import (
@@ -91,6 +92,22 @@ def test_downstream_checks_pass_current_work_and_fail_stale_work(world: WorldMan
         assert all(run_artifact_check(c, good).passed for c in task.answer.artifact_checks)
         if decision["from"] != decision["to"]:
             assert not all(run_artifact_check(c, stale).passed for c in task.answer.artifact_checks)
+
+
+def test_downstream_tasks_have_harnesses_that_pass_current_work_and_fail_stale_work(
+    world: WorldManifest,
+) -> None:
+    downstream = [t for t in load_tasks(world.tasks_path) if t.question_type == "downstream"]
+    assert downstream
+    for task in downstream:
+        assert task.answer.harness_dir == world.root.resolve() / "harnesses" / task.id
+        harness = load_harness(task.answer.harness_dir)
+        examples = harness.directory / "examples"
+        good = run_harness(harness, (examples / "good.yaml").read_text(encoding="utf-8"))
+        bad = run_harness(harness, (examples / "bad.yaml").read_text(encoding="utf-8"))
+        assert good.passed, good.reason
+        assert bad.status == "semantic_error", bad.reason
+    assert not any(p.name == "harnesses" for p in world.history_dir.rglob("*"))
 
 
 def test_long_sessions_keep_decision_far_from_rationale(tmp_path: Path) -> None:

@@ -31,9 +31,11 @@ Readers:
 How an LLM reader is asked is its style (`ReaderConfig.style`, `memory_baseline.reading`):
 ``plain`` is the template above; ``dated``, ``structured`` (grammar-constrained JSON whose
 cited ids come from an enum of the admitted ids) and ``two-step`` are the reader
-engineering measured in chapter 9. Without history (no-memory) every style asks the
-plain no-history way; with history consulted and nothing admitted, an LLM reader
-abstains without a model call.
+engineering measured in chapter 9. Without history (no-memory) every style keeps its
+own layout, ask and output format and only says that no records are available
+(`reading.SYSTEM_DATED_NO_HISTORY`), so the control differs from the history
+conditions by the history alone; with history consulted and nothing admitted, an LLM
+reader abstains without a model call.
 
 LLM answers are cached by reader identity and exact prompt
 (`memory_baseline.answer_cache`); a hit is marked `Answer.cached` and
@@ -276,10 +278,10 @@ class Reader(Protocol):
 
 def style_messages(style: str, query: str, passages: Sequence[Passage], as_of: str | None, *,
                    history: bool = True) -> list[dict]:
-    """A reading style's first prompt; without history every style asks the plain way."""
-    if style == "plain" or not history:
+    """A reading style's first prompt; without history, the same style with no records."""
+    if style == "plain":
         return build_messages(query, passages, as_of, history=history)
-    return reading.messages_for(style, query, passages, as_of)
+    return reading.messages_for(style, query, passages, as_of, history=history)
 
 
 def no_evidence_answer(identity: dict) -> Answer:
@@ -432,7 +434,7 @@ class LocalLLMReader:
         messages = self.messages(query, passages, as_of, history=history)
         tokenizer = self.tokenizer
         prompt = tokenizer.render_chat(messages)
-        style = self.style if history else "plain"
+        style = self.style
         settings = _generation_settings(self.config, style, query, tokenizer.count_chat_tokens(messages),
                                         f"reader {self.model}")
 
@@ -548,7 +550,7 @@ class OllamaReader:
         if history and not passages:
             return no_evidence_answer(self.identity)
         messages = self.messages(query, passages, as_of, history=history)
-        style = self.style if history else "plain"
+        style = self.style
         # Ollama would silently cut a prompt that does not fit; this refuses instead.
         settings = _generation_settings(self.config, style, query, self.count_prompt_tokens(messages),
                                         "ollama reader")

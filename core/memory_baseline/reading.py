@@ -75,6 +75,20 @@ SYSTEM_DATED = (
     "decisions and the existing files in the sources.\n"
     f"- If the sources do not answer the question, answer exactly: {INSUFFICIENT}."
 )
+# The no-memory control in the same style: the same rules, layout, ask and output format,
+# only no records, so it answers from general knowledge (as the plain control does).
+SYSTEM_DATED_NO_HISTORY = (
+    "You answer questions about a software project, but none of its records are available for "
+    "this question: answer from general knowledge and say that no project records were "
+    "consulted.\n"
+    "- When the question has a date, answer for that date.\n"
+    "- Tell apart what was proposed, decided, rejected, superseded by a later decision, promised "
+    "but still open, and done.\n"
+    "- When the question asks for a configuration or code, write it as such a project would most "
+    "likely need it.\n"
+    f"- If you cannot answer the question at all, answer exactly: {INSUFFICIENT}."
+)
+NO_SOURCES = "(none: no project records are available for this question)"
 STATUS_GUIDE = (
     "status: what the sources say happened to the thing asked about: decided (adopted and in "
     "force), proposed (suggested, never decided), rejected, superseded (decided, later replaced), "
@@ -210,15 +224,21 @@ def render_dated_passage(passage: Passage) -> str:
     return f"### [{passage.source_id}] ({'; '.join(details)})\n{passage.text.strip()}"
 
 
-def dated_messages(query: str, passages: Sequence[Passage], as_of: str | None, ask: str) -> list[dict]:
+def dated_messages(query: str, passages: Sequence[Passage], as_of: str | None, ask: str, *,
+                   history: bool = True) -> list[dict]:
+    """The dated layout; `history=False` keeps it and says that there are no records."""
     parts = []
     if as_of:
         parts.append(f"Today is {as_of}. Answer as of {as_of}.")
     parts.append("Sources (oldest first):" if as_of else "Sources:")
-    parts.append("\n\n".join(render_dated_passage(p) for p in ordered_for_reading(passages, as_of)))
+    if history:
+        parts.append("\n\n".join(render_dated_passage(p) for p in ordered_for_reading(passages, as_of)))
+    else:
+        parts.append(NO_SOURCES)
     parts.append(f"Question{f' (as of {as_of})' if as_of else ''}: {query.strip()}")
     parts.append(ask)
-    return [{"role": "system", "content": SYSTEM_DATED}, {"role": "user", "content": "\n\n".join(parts)}]
+    system = SYSTEM_DATED if history else SYSTEM_DATED_NO_HISTORY
+    return [{"role": "system", "content": system}, {"role": "user", "content": "\n\n".join(parts)}]
 
 
 def answer_ask(query: str) -> str:
@@ -230,16 +250,22 @@ def focused_ask(query: str) -> str:
     return ASK_FOCUSED + (ASK_ARTIFACT if kind == "work" else ASK_FOCUSED_KIND[kind])
 
 
-def messages_for(style: str, query: str, passages: Sequence[Passage], as_of: str | None) -> list[dict]:
-    """The first (for two-step: the extraction) prompt of a non-plain style."""
+def messages_for(style: str, query: str, passages: Sequence[Passage], as_of: str | None, *,
+                 history: bool = True) -> list[dict]:
+    """The first (for two-step: the extraction) prompt of a non-plain style.
+
+    Without history (the matched no-memory control) each style keeps its layout, ask and
+    output format; two-step has no sources to extract claims from, so it asks its
+    answer step directly, which is the structured prompt.
+    """
     if style == "dated":
-        return dated_messages(query, passages, as_of, ASK_DATED)
-    if style == "structured":
-        return dated_messages(query, passages, as_of, answer_ask(query))
+        return dated_messages(query, passages, as_of, ASK_DATED, history=history)
+    if style == "structured" or (style == "two-step" and not history):
+        return dated_messages(query, passages, as_of, answer_ask(query), history=history)
     if style == "two-step":
         return dated_messages(query, passages, as_of, ASK_CLAIMS)
     if style == "focused":
-        return dated_messages(query, passages, as_of, focused_ask(query))
+        return dated_messages(query, passages, as_of, focused_ask(query), history=history)
     raise ValueError(f"unknown reading style {style!r}; choose one of {sorted(STYLES)}")
 
 
@@ -255,14 +281,16 @@ def answer_schema(source_ids: Sequence[str], query: str, *, focused: bool = Fals
     work = is_work_request(query)
     kind = question_kind(query)
     most = MAX_EVIDENCE + 2 if focused and kind == "where" else MAX_EVIDENCE
+    # With no source at all (the no-memory control) the evidence list is the same field, empty.
+    evidence: dict[str, Any] = {
+        "type": "array", "minItems": 1, "maxItems": most,
+        "items": {"type": "object",
+                  "properties": {"source": {"enum": list(source_ids)},
+                                 "quote": {"type": "string", "maxLength": MAX_QUOTE_CHARS}},
+                  "required": ["source", "quote"]},
+    } if source_ids else {"type": "array", "maxItems": 0}
     properties: dict[str, Any] = {
-        "evidence": {
-            "type": "array", "minItems": 1, "maxItems": most,
-            "items": {"type": "object",
-                      "properties": {"source": {"enum": list(source_ids)},
-                                     "quote": {"type": "string", "maxLength": MAX_QUOTE_CHARS}},
-                      "required": ["source", "quote"]},
-        },
+        "evidence": evidence,
         "answer": {"type": "string", "maxLength": 200 if work else MAX_ANSWER_CHARS},
     }
     if not work and (not focused or kind == "outcome"):  # an artifact has no outcome to classify
@@ -383,7 +411,9 @@ def run_style(style: str, complete: Complete, messages: list[dict], query: str,
     if style in ("plain", "dated"):
         return single(complete(messages, None))
     ids = list(dict.fromkeys(p.source_id for p in passages))
-    if style == "structured":
+    # No passages reach here only without history (readers abstain otherwise); two-step then
+    # asks its answer step alone (see messages_for).
+    if style == "structured" or (style == "two-step" and not passages):
         return single(complete(messages, answer_schema(ids, query)))
     if style == "focused":
         return single(complete(messages, answer_schema(ids, query, focused=True)))

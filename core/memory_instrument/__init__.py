@@ -1,9 +1,11 @@
 """The measurement instrument: task files, the system-output contract, scoring, scorecards.
 
 It decides what counts as success and never imports the system it measures;
+downstream work is judged by executed harnesses (`harness`, `fixtures/harnesses/`);
 a system's adapter builds `SystemOutput` and calls `score_task`.
 """
 
+from .harness import Harness, HarnessError, HarnessResult, load_harness, run_harness
 from .metrics import StageMetrics, stage_metrics
 from .outputs import STAGES, OutputError, Passage, SystemOutput
 from .scorecard import Cell, Scorecard, ScorecardError, build_scorecard
@@ -38,6 +40,7 @@ from .tasks import (
     load_tasks,
     parse_task,
     parse_task_file,
+    write_task_file,
 )
 
 __all__ = [
@@ -51,6 +54,9 @@ __all__ = [
     "AnswerSpec",
     "ArtifactCheck",
     "Cell",
+    "Harness",
+    "HarnessError",
+    "HarnessResult",
     "CheckResult",
     "ClaimCheck",
     "ClaimJudge",
@@ -72,11 +78,14 @@ __all__ = [
     "downstream_gain",
     "extract_artifact",
     "find_evidence_mismatches",
+    "load_harness",
     "load_tasks",
     "parse_citations",
     "parse_task",
     "parse_task_file",
     "run_artifact_check",
+    "run_harness",
     "score_task",
     "stage_metrics",
+    "write_task_file",
 ]

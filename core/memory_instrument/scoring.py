@@ -46,11 +46,13 @@ from typing import Any, Protocol, runtime_checkable
 
 import yaml
 
+from .harness import HarnessResult, load_harness, run_harness
 from .metrics import StageMetrics, normalise_text, stage_metrics, word_overlap
 from .outputs import STAGES, Passage, SystemOutput
 from .tasks import ArtifactCheck, Task
 
-GRADER_VERSION = "instrument-1.0"
+# 1.1: a downstream task with a harness is judged by running its harness (harness.py).
+GRADER_VERSION = "instrument-1.1"
 
 ABSTENTION_PHRASES: tuple[str, ...] = ("insufficient evidence",)
 SUPPORT_THRESHOLD = 0.6
@@ -141,6 +143,7 @@ class Score:
     usage: dict[str, float] = field(default_factory=dict)
     timings_ms: dict[str, float] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
+    harness: dict[str, Any] | None = None  # HarnessResult.to_dict() when a harness judged the artifact
 
     def stage(self, name: str) -> StageMetrics | None:
         return self.stage_metrics.get(name)
@@ -379,6 +382,34 @@ def run_artifact_check(check: ArtifactCheck, artifact: str) -> CheckResult:
     )
 
 
+def run_task_harness(task: Task, artifact: str) -> HarnessResult:
+    """Run the task's harness on the work product (the task must name one)."""
+    if task.answer.harness is None:
+        raise ScoringError(f"task '{task.id}' names no harness")
+    if task.answer.harness_dir is None:
+        raise ScoringError(f"task '{task.id}': harness '{task.answer.harness}' cannot be found; "
+                           "load the task file from disk so its harnesses/ folder is known")
+    return run_harness(load_harness(task.answer.harness_dir), artifact)
+
+
+def harness_check(result: HarnessResult) -> CheckResult:
+    """A harness run as one artifact check, so gains and scorecards count it like the others."""
+    spec = {"check": "harness", "harness": result.harness, "digest": result.digest}
+    return CheckResult(spec, result.passed, f"{result.status}: {result.reason}")
+
+
+def artifact_verdicts(task: Task, artifact: str) -> tuple[tuple[CheckResult, ...], HarnessResult | None]:
+    """The checks that judge a work product: its harness when it has one, else the task's checks.
+
+    The harness replaces the lexical checks: it runs or validates the work, which a
+    pattern over its text cannot (a syntax error used to pass them).
+    """
+    if task.answer.harness is not None:
+        result = run_task_harness(task, artifact)
+        return (harness_check(result),), result
+    return tuple(run_artifact_check(check, artifact) for check in task.answer.artifact_checks), None
+
+
 def downstream_gain(with_history: Score, without: Score) -> dict[str, Any]:
     """Compare one downstream task's artifact checks with and without project history.
 
@@ -461,11 +492,10 @@ def score_task(task: Task, output: SystemOutput, claim_judge: ClaimJudge | None 
     artifact_results: tuple[CheckResult, ...] = ()
     artifact_source: str | None = None
     artifact_pass: bool | None = None
-    if task.answer.artifact_checks:
+    harness_result: HarnessResult | None = None
+    if task.answer.artifact_checks or task.answer.harness is not None:
         artifact_text, artifact_source = extract_artifact(output)
-        artifact_results = tuple(
-            run_artifact_check(check, artifact_text) for check in task.answer.artifact_checks
-        )
+        artifact_results, harness_result = artifact_verdicts(task, artifact_text)
         artifact_pass = all(result.passed for result in artifact_results)
 
     passed = outcome in CORRECT_OUTCOMES and artifact_pass is not False
@@ -500,4 +530,5 @@ def score_task(task: Task, output: SystemOutput, claim_judge: ClaimJudge | None 
         usage=dict(output.usage),
         timings_ms=dict(output.timings_ms),
         notes=tuple(notes),
+        harness=harness_result.to_dict() if harness_result is not None else None,
     )

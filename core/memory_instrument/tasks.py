@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+import shutil
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field, replace
 from datetime import date
 from pathlib import Path
 from typing import Any, NoReturn
+
+from .harness import HarnessError, load_harness
 
 TASK_FILE_VERSION = 1
 
@@ -34,7 +37,10 @@ ARTIFACT_CHECK_KINDS: tuple[str, ...] = ("parses", "key_equals", "matches", "not
 _TASK_REQUIRED = ("id", "question_type", "query", "as_of", "expected_sources", "answer")
 _TASK_OPTIONAL = ("notes", "metadata")
 _ANSWER_REQUIRED = ("must_include", "must_not_include", "abstain", "evidenced_negative")
-_ANSWER_OPTIONAL = ("artifact_checks", "evidence")
+_ANSWER_OPTIONAL = ("artifact_checks", "evidence", "harness")
+# A task's harness lives in this folder next to its task file: harnesses/<name>/.
+HARNESS_FOLDER = "harnesses"
+_HARNESS_NAME = re.compile(r"[a-z0-9][a-z0-9._-]*")
 _CHECK_FIELDS = {
     "parses": ("check", "format"),
     "key_equals": ("check", "format", "key", "any_of"),
@@ -93,6 +99,10 @@ class AnswerSpec:
     evidenced_negative: bool
     artifact_checks: tuple[ArtifactCheck, ...] = ()
     evidence: tuple[EvidenceSpan, ...] = ()
+    # The executed harness (`memory_instrument.harness`) that checks the work product, by
+    # name, and where it was found (resolved when the task file is loaded from disk).
+    harness: str | None = None
+    harness_dir: Path | None = field(default=None, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -105,6 +115,8 @@ class AnswerSpec:
             out["artifact_checks"] = [check.to_dict() for check in self.artifact_checks]
         if self.evidence:
             out["evidence"] = [span.to_dict() for span in self.evidence]
+        if self.harness is not None:
+            out["harness"] = self.harness
         return out
 
 
@@ -212,8 +224,26 @@ def parse_task_file(document: Any, origin: str | None = None) -> TaskSet:
                 f"(ids must be unique in a file)"
             )
         first_index[task.id] = index
-        tasks.append(task)
+        tasks.append(_with_harness(task, origin))
     return TaskSet(tasks=tuple(tasks), version=TASK_FILE_VERSION, origin=origin)
+
+
+def _with_harness(task: Task, origin: str | None) -> Task:
+    """Find and validate the task's harness next to its task file (nothing to do without one).
+
+    A task file read from memory (no origin) keeps the name only; scoring such a task
+    then says that its harness cannot be found.
+    """
+    name = task.answer.harness
+    if name is None or origin is None:
+        return task
+    directory = Path(origin).resolve().parent / HARNESS_FOLDER / name
+    try:
+        load_harness(directory)
+    except HarnessError as exc:
+        raise TaskFileError(f"task '{task.id}': field 'answer.harness' names a broken harness: {exc}") \
+            from exc
+    return replace(task, answer=replace(task.answer, harness_dir=directory))
 
 
 def parse_task(raw: Any, index: int = 0) -> Task:
@@ -247,7 +277,7 @@ def parse_task(raw: Any, index: int = 0) -> Task:
 
     if not answer.abstain and not expected_sources:
         fail("expected_sources", "may be empty only when answer.abstain is true")
-    if question_type == "downstream" and not answer.artifact_checks:
+    if question_type == "downstream" and not answer.artifact_checks and answer.harness is None:
         fail("answer.artifact_checks", "is required for question_type 'downstream'")
 
     notes = raw.get("notes")
@@ -360,7 +390,8 @@ def _parse_answer(value: Any, expected_sources: tuple[str, ...], fail: _Failer) 
         _parse_evidence(raw, position, expected_sources, fail)
         for position, raw in enumerate(_list_field(value, "evidence", fail))
     )
-    if not abstain and not groups and not checks:
+    harness = _parse_harness_name(value, fail)
+    if not abstain and not groups and not checks and harness is None:
         fail(
             "answer.must_include",
             "needs at least one group when abstain is false and there are no artifact_checks",
@@ -372,7 +403,16 @@ def _parse_answer(value: Any, expected_sources: tuple[str, ...], fail: _Failer) 
         evidenced_negative=evidenced_negative,
         artifact_checks=checks,
         evidence=evidence,
+        harness=harness,
     )
+
+
+def _parse_harness_name(answer: Mapping[str, Any], fail: _Failer) -> str | None:
+    name = answer.get("harness")
+    if name is not None and (not isinstance(name, str) or not _HARNESS_NAME.fullmatch(name)):
+        fail("answer.harness",
+             f"must name a folder under {HARNESS_FOLDER}/ like 'downstream-x'; got {name!r}")
+    return name
 
 
 def _list_field(obj: Mapping[str, Any], key: str, fail: _Failer) -> list[Any]:
@@ -436,6 +476,30 @@ def _parse_evidence(
     if not isinstance(quote, str) or not quote.strip():
         fail(f"{name}.quote", "must be a non-empty string")
     return EvidenceSpan(source=source, quote=quote)
+
+
+def write_task_file(tasks: Iterable[Task], path: str | Path) -> Path:
+    """Write tasks as a task file and copy the harnesses they name beside it.
+
+    A subset written elsewhere (a smoke run's dozen tasks, a test's sample) must still
+    find its harnesses, which live next to the task file (`HARNESS_FOLDER`); a copy, not
+    a link, so a committed run folder holds the harnesses its scores name (each score
+    also records the harness digest).
+    """
+    path = Path(path)
+    chosen = list(tasks)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    for task in chosen:
+        source = task.answer.harness_dir
+        if source is None:
+            continue
+        target = path.parent / HARNESS_FOLDER / task.answer.harness
+        if target.resolve() != source.resolve():
+            shutil.rmtree(target, ignore_errors=True)
+            shutil.copytree(source, target, ignore=shutil.ignore_patterns("__pycache__"))
+    document = {"version": TASK_FILE_VERSION, "tasks": [task.to_dict() for task in chosen]}
+    path.write_text(json.dumps(document, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    return path
 
 
 def find_evidence_mismatches(tasks: TaskSet, corpus_root: str | Path) -> list[str]:

@@ -1,10 +1,11 @@
 """Generate a controlled project history ("world") whose ground truth is known, from a seed.
 
-A world is a folder with three parts: `history/` (the corpus a system may read),
-`LEDGER.md` plus `ledger.json` (what really happened), and `tasks.json` (questions of
-all six types, valid under the task-file contract). Everything is derived from one
-`random.Random(seed)`, so the same parameters always give the same bytes; that is
-what lets a run manifest name a world by its digest.
+A world is a folder with four parts: `history/` (the corpus a system may read),
+`LEDGER.md` plus `ledger.json` (what really happened), `tasks.json` (questions of
+all six types, valid under the task-file contract), and `harnesses/` (one executed
+check per downstream task, `memory_instrument.harness`; never part of the corpus).
+Everything is derived from one `random.Random(seed)`, so the same parameters always
+give the same bytes; that is what lets a run manifest name a world by its digest.
 
 The story elements mirror the canonical fixture: decisions whose rationale lives in a
 separate report (and often far away inside a long session), proposals that are later
@@ -783,11 +784,13 @@ def _task(ident: str, qtype: str, query: str, as_of: date | None, sources: list[
           must: list[list[str]], *, must_not: Iterable[str] = (), abstain: bool = False,
           negative: bool = False, evidence: Iterable[tuple[str, str]] = (),
           checks: list[dict[str, Any]] | None = None,
-          metadata: dict[str, Any] | None = None) -> dict[str, Any]:
+          metadata: dict[str, Any] | None = None, harness: str | None = None) -> dict[str, Any]:
     answer: dict[str, Any] = {"must_include": must, "must_not_include": list(must_not),
                               "abstain": abstain, "evidenced_negative": negative}
     if checks:
         answer["artifact_checks"] = checks
+    if harness:
+        answer["harness"] = harness
     spans = [{"source": s, "quote": q} for s, q in evidence]
     if spans:
         answer["evidence"] = spans
@@ -808,6 +811,7 @@ class _TaskMaker:
                  obligations: list[_Obligation]) -> None:
         self.b, self.rng = builder, builder.rng
         self.decisions, self.proposals, self.obligations = decisions, proposals, obligations
+        self.harnesses: dict[str, dict[str, Any]] = {}  # harness name -> config_harness_files args
 
     def v(self, *options: str) -> str:
         return self.rng.choice(options)
@@ -844,6 +848,9 @@ class _TaskMaker:
                     {"check": "key_equals", "format": "yaml", "key": f"{a.key}.backend",
                      "any_of": [_slug(final.tech), final.tech.lower()]}]
                 checks += [{"check": "not_matches", "pattern": _tech_pattern(t)} for t in stale]
+                self.harnesses[f"downstream-{tag}"] = {
+                    "key": f"{a.key}.backend", "accepted": [_slug(final.tech), final.tech.lower()],
+                    "stale": stale, "source": final.adr.path}
                 out["downstream"].append(_task(
                     f"downstream-{tag}", "downstream",
                     self.v(f"Write the YAML configuration block for the {a.name} of a new "
@@ -852,7 +859,8 @@ class _TaskMaker:
                            f"Produce the `{a.key}` section (YAML) that a new instance of the "
                            f"{d.topic} should ship with. Reply with one fenced yaml block."),
                     end, [final.adr.path], [[_slug(final.tech)]], checks=checks,
-                    evidence=[(final.adr.path, f"  backend: {_slug(final.tech)}")]))
+                    evidence=[(final.adr.path, f"  backend: {_slug(final.tech)}")],
+                    harness=f"downstream-{tag}"))
             out["provenance"].append(_task(
                 f"provenance-{tag}", "provenance",
                 self.v(f"Why did the {d.topic} move its {a.name} to {d.tech}?",
@@ -1122,7 +1130,13 @@ def generate_world(params: WorldParams, out_dir: str | Path) -> WorldManifest:
             made_dirs[target.parent] = None
         target.write_bytes(doc.text.encode("utf-8"))
 
-    tasks = _TaskMaker(builder, decisions, proposals, obligations).select(params.max_tasks)
+    maker = _TaskMaker(builder, decisions, proposals, obligations)
+    tasks = maker.select(params.max_tasks)
+    harness_args = maker.harnesses
+    for task in tasks:
+        if "harness" in task["answer"]:
+            _write_files(root / "harnesses" / task["answer"]["harness"],
+                         config_harness_files(**harness_args[task["answer"]["harness"]]))
     ledger_md, ledger_data = _ledger(decisions, proposals, obligations, params, counts)
     ledger_path, ledger_json_path = root / "LEDGER.md", root / "ledger.json"
     tasks_path = root / "tasks.json"
@@ -1135,6 +1149,45 @@ def generate_world(params: WorldParams, out_dir: str | Path) -> WorldManifest:
         root=root, history_dir=history, ledger_path=ledger_path,
         ledger_json_path=ledger_json_path, tasks_path=tasks_path,
         documents=len(builder.docs), tasks=len(tasks), counts=asdict(counts))
+
+
+def config_harness_files(key: str, accepted: list[str], stale: list[str], source: str) -> dict[str, str]:
+    """The harness folder of a generated downstream task: schema, decided values, reference work.
+
+    Made without a random draw, so adding harnesses left every world's history and tasks
+    as they were: the section must be a mapping with a `backend` string (schema.json);
+    the backend must be the technology in force and no value may name a technology the
+    history replaced (semantic rules, which read values, not comments). examples/ holds
+    the configuration in force and a stale one.
+    """
+    section, field_name = key.split(".", 1)
+    schema = {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "type": "object", "required": [section],
+        "properties": {section: {"type": "object", "required": [field_name],
+                                 "properties": {field_name: {"type": "string"}}}},
+    }
+    semantic: list[dict[str, Any]] = [{"key": key, "any_of": accepted,
+                                       "why": f"the decision in force ({source})"}]
+    semantic += [{"key": "*", "not_matches": _tech_pattern(tech),
+                  "why": f"{tech} was replaced"} for tech in stale]
+    harness = {"version": 1, "kind": "config",
+               "description": f"Validates the YAML '{section}' section (schema.json), then the "
+                              "decided backend and that no replaced technology is named.",
+               "artifact": {"language": "yaml"}, "schema": "schema.json", "semantic": semantic}
+    return {
+        "harness.json": json.dumps(harness, indent=1) + "\n",
+        "schema.json": json.dumps(schema, indent=1) + "\n",
+        "examples/good.yaml": f"{section}:\n  {field_name}: {accepted[0]}\n",
+        "examples/bad.yaml": f"{section}:\n  {field_name}: {_slug(stale[0])}\n",
+    }
+
+
+def _write_files(folder: Path, files: dict[str, str]) -> None:
+    for name, text in files.items():
+        target = folder / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(text.encode("utf-8"))
 
 
 def world_digest(out_dir: str | Path) -> str:

@@ -9,7 +9,9 @@ plus a *context source*, the thing that decides which passages reach the reader:
 
 - ``retrieval``: the pipeline's own search (``lexical``, ``dense``, ``hybrid``,
   ``hybrid-reranked``, ``best``, ``lexical-tsrank-cd``, ``hybrid-tsrank-cd``);
-- ``none`` (``no-memory``): the reader gets the question and no history at all;
+- ``none`` (``no-memory``): the reader gets the question and no history at all, asked
+  in the same reading style, layout and output format as the history conditions (the
+  matched control: `memory_lab.downstream`);
 - ``oracle-span``: each evidence quote of the task with a sentence of context on
   each side, from the corpus file;
 - ``oracle-source``: the whole expected files, under the context budget;
@@ -85,6 +87,7 @@ from memory_instrument import (
 from memory_instrument import Passage as InstrumentPassage
 
 from .conditions import DEFAULT_RERANKER, condition_config, spec
+from .downstream import MATCHED_CONTROL, downstream_gains_by_condition, downstream_table_text
 from .runs import (
     MANIFEST,
     RunError,
@@ -595,6 +598,7 @@ def run_evaluation(
             "condition_order": list(conditions),
             "best": best.to_dict() if best else None,
             "grader_version": GRADER_VERSION,
+            "no_memory_control": MATCHED_CONTROL,
         })
         manifest["started"] = started
         if best is not None and split != "test":
@@ -735,6 +739,7 @@ def report_document(run_dir: str | Path) -> dict[str, Any]:
         "grader_version": manifest.get("grader_version"),
         "scorecard": scorecard.to_dict(),
         "downstream_gains": downstream_gains(cases),
+        "downstream_by_condition": [row.to_dict() for row in downstream_gains_by_condition(cases)],
         "full_history_input": _full_history_input(cases),
         "best": (manifest.get("best") or {}).get("choice"),
     }
@@ -762,6 +767,11 @@ def report_text(run_dir: str | Path) -> str:
                          f"{gain['checks_passed_with']}/{gain['checks_total']} vs "
                          f"{gain['checks_passed_without']}/{gain['checks_total']} "
                          f"(gain {gain['gain']:+d})")
+    manifest, cases = load_run(run_dir)
+    table = downstream_table_text(downstream_gains_by_condition(cases),
+                                  matched=manifest.get("no_memory_control") == MATCHED_CONTROL)
+    if table:
+        lines += ["", *table]
     full = document["full_history_input"]
     if full:
         lines += ["", f"full-history input: mean {full['mean_prompt_tokens']} prompt tokens "

@@ -40,7 +40,7 @@ from memory_baseline.refresh import SyncReport, sync
 from memory_baseline.representation import representation_id
 from memory_baseline.retrieval import RetrievalResult
 from memory_baseline.store import HNSW_INDEX, Store
-from memory_instrument import Task, load_tasks, stage_metrics
+from memory_instrument import Task, load_tasks, stage_metrics, write_task_file
 
 # The chapters build their sweeps from the registry through this module (`ex.fusion_variants`).
 from .conditions import (  # noqa: F401
@@ -256,11 +256,9 @@ def write_task_subset(tasks_path: str | Path, out_dir: str | Path, *, limit: int
         order = {t.id: i for i, t in enumerate(tasks)}
         tasks = sorted(chosen, key=lambda t: order[t.id])
     digest = hashlib.sha256("\n".join(t.id for t in tasks).encode()).hexdigest()[:10]
-    target = repo_path(out_dir) / f"tasks-{len(tasks)}-{digest}.json"
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(json.dumps({"version": 1, "tasks": [t.to_dict() for t in tasks]}, indent=1,
-                                 ensure_ascii=False) + "\n", encoding="utf-8")
-    return target
+    # write_task_file copies the harnesses the tasks name, so the subset's downstream
+    # tasks are judged as they are in the full file.
+    return write_task_file(tasks, repo_path(out_dir) / f"tasks-{len(tasks)}-{digest}.json")
 
 
 def reader_for(name: str, config: Config) -> Reader:
