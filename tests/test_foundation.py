@@ -100,7 +100,7 @@ def test_bad_files_are_reported_and_good_ones_ingested(tmp_path, conn, config, m
     assert reasons["latin1.md"] == "invalid-utf8"
     assert reasons["empty.md"] == "empty"
     assert reasons["huge.txt"] == "too-large"
-    assert reasons["image.png"] == "unsupported"
+    assert reasons["image.png"] == "binary"
     assert reasons["link-out.md"] == "outside-root"
     stored = Store(conn, config.index).sources()
     assert set(stored) == {"good.md", "also-good.log"}

@@ -32,4 +32,4 @@ def test_identifiers_survive_punctuation():
         assert term in found
     assert "end." not in found and "too." not in found
     assert path_identifiers("decisions/adr-009.md") == [
-        "decisions/adr-009.md", "adr-009.md", "adr-009"]
+        "decisions/adr-009.md", "adr-009.md", "adr-009", "adr#9"]

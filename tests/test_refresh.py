@@ -301,7 +301,7 @@ def test_ingest_git_finds_rewritten_and_deleted_wording_cited_by_commit(
         f"docs/decision.md@{first[:12]}", f"notes/benchmark.md@{first[:12]}",  # history
         f"commit@{first[:12]}", f"commit@{second[:12]}",  # messages
     }  # decision.md@second equals the checkout, so it is not stored twice
-    assert {s["path"]: s["reason"] for s in report.skipped}[f"logo.png@{first[:12]}"] == "unsupported"
+    assert {s["path"]: s["reason"] for s in report.skipped}[f"logo.png@{first[:12]}"] == "binary"
 
     old = bm25(store, "SQLite one writer process contention")[0]
     assert old.source_id == f"docs/decision.md@{first[:12]}"

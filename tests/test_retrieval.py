@@ -127,6 +127,9 @@ def test_oversize_first_passage_is_truncated_or_dropped_by_policy(conn, config, 
     dropped = assemble(candidates, ContextConfig(token_budget=tight, oversize_policy="drop"), count,
                        tokenizer="wp")
     assert candidates[0].chunk_id in dropped.budget_drops and dropped.truncated is None
+    # The top-ranked passage is never replaced by lower-ranked ones: nothing is admitted.
+    assert dropped.admitted == () and dropped.top_dropped == candidates[0].chunk_id
+    assert truncated.truncated_chars == (len(truncated.admitted[0].text), len(candidates[0].text))
 
 
 def test_duplicates_and_quota_are_recorded(conn, config, error_corpus):

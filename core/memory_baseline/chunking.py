@@ -14,6 +14,15 @@ rebuildable):
 - ``fixed``: windows of the target size with the overlap, ignoring structure.
 - ``whole``: one chunk per source (benchmarks such as BEIR score whole documents).
 
+Section titles come from the source's own markup, chosen by its file name:
+Markdown ``#`` headings; reStructuredText titles (a line underlined, and
+optionally overlined, by a repeated punctuation character at least as long as
+the title); AsciiDoc ``=`` titles. Field lists (`Status:`, `Created:`) are text
+like any other and stay in the chunk that holds them. Code (`.py`, and the
+languages of `code_chunks.PARSERS`) is cut by `memory_baseline.code_chunks`
+under the ``sentences`` and ``sections`` policies: a function or class is one
+unit, with the definition's name as its section.
+
 Every chunk keeps its character span: ``text == source[start:end]`` always,
 so a passage can be traced to the exact bytes it came from.
 """
@@ -25,12 +34,25 @@ import re
 from bisect import bisect_right
 from dataclasses import dataclass
 
+from .code_chunks import code_spans, is_code, parser_identity
 from .config import ChunkingConfig
+from .identifiers import IDENTIFIER_RULES_VERSION
 
-CHUNKER_VERSIONS = {"sentences": "sentences-1", "sections": "sections-1", "fixed": "fixed-1",
+# -2: section titles of reStructuredText and AsciiDoc; code cut by definitions.
+CHUNKER_VERSIONS = {"sentences": "sentences-2", "sections": "sections-2", "fixed": "fixed-1",
                     "whole": "whole-1"}
+CODE_AWARE_POLICIES = ("sentences", "sections")
 
 _HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t#]*$", re.MULTILINE)
+# reStructuredText: optional overline, a title line, an underline of one repeated
+# punctuation character (docutils' adornment characters).
+_RST_HEADING = re.compile(
+    r"^(?:([!-/:-@\[-`{-~])\1{2,}[ \t]*\n)?([^\s].*?)[ \t]*\n([!-/:-@\[-`{-~])\3{2,}[ \t]*$",
+    re.MULTILINE,
+)
+_ASCIIDOC_HEADING = re.compile(r"^(={1,6}|#{1,6})[ \t]+(.+?)[ \t]*$", re.MULTILINE)
+RST_SUFFIXES = (".rst", ".rest")
+ASCIIDOC_SUFFIXES = (".adoc", ".asciidoc", ".asc")
 # A sentence ends at ., ! or ? followed by whitespace, or at a blank line, or at a
 # line break before a list item/heading. Good enough for notes and logs; no model needed.
 _SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+|\n\s*\n+|\n(?=\s*(?:[-*+] |\d+\. |#|\|))|\n")
@@ -70,7 +92,28 @@ def chunker_identity(config: ChunkingConfig) -> dict[str, object]:
         identity["overlap_chars"] = config.overlap_chars
     if config.policy == "whole":
         identity.pop("target_chars")
+    if config.policy in CODE_AWARE_POLICIES:
+        identity["code"] = parser_identity()
+    identity["identifiers"] = IDENTIFIER_RULES_VERSION
     return identity
+
+
+def headings(source_id: str, text: str) -> list[tuple[int, str]]:
+    """(offset, title) of each section heading, in the markup the file name says."""
+    name = source_id.lower()
+    if name.endswith(RST_SUFFIXES):
+        found = []
+        for match in _RST_HEADING.finditer(text):
+            over, title, under = match.group(1), match.group(2), match.group(3)
+            underline = match.group(0).rstrip().rsplit("\n", 1)[-1].strip()
+            if (over and over != under) or len(underline) < len(title.strip()):
+                continue
+            if re.fullmatch(r"([!-/:-@\[-`{-~])\1+", title.strip()):
+                continue  # a transition or table border, not a title
+            found.append((match.start(), title.strip()))
+        return found
+    pattern = _ASCIIDOC_HEADING if name.endswith(ASCIIDOC_SUFFIXES) else _HEADING
+    return [(m.start(), m.group(2).strip()) for m in pattern.finditer(text)]
 
 
 def chunk_text(source_id: str, text: str, config: ChunkingConfig) -> list[Chunk]:
@@ -83,23 +126,31 @@ def chunk_text(source_id: str, text: str, config: ChunkingConfig) -> list[Chunk]
         )
     if not text.strip():
         return []
+    code_sections: dict[tuple[int, int], str | None] = {}
+    found = [] if is_code(source_id) else headings(source_id, text)
     if config.policy == "whole":
         spans = [(0, len(text))]
+    elif config.policy in CODE_AWARE_POLICIES and is_code(source_id):
+        pieces = code_spans(source_id, text, config.target_chars)
+        spans = [(p.start, p.end) for p in pieces]
+        code_sections = {(p.start, p.end): p.section for p in pieces}
     elif config.policy == "sections":
-        spans = _section_spans(text)
+        spans = _section_spans(text, [start for start, _ in found])
     elif config.policy == "fixed":
         spans = _windows(0, len(text), config.target_chars, config.overlap_chars)
     else:
         spans = _sentence_spans(text, config.target_chars, config.overlap_chars)
-    headings = [(m.start(), m.group(2).strip()) for m in _HEADING.finditer(text)]
-    heading_starts = [start for start, _ in headings]
+    heading_starts = [start for start, _ in found]
     chunks: list[Chunk] = []
     for start, end in spans:
         piece = text[start:end]
         if not piece.strip():
             continue
-        at = bisect_right(heading_starts, start + _leading_space(piece)) - 1
-        section = headings[at][1] if at >= 0 else None
+        if (start, end) in code_sections:
+            section = code_sections[(start, end)]
+        else:
+            at = bisect_right(heading_starts, start + _leading_space(piece)) - 1
+            section = found[at][1] if at >= 0 else None
         chunks.append(
             Chunk(
                 source_id=source_id,
@@ -170,8 +221,8 @@ def _sentence_spans(text: str, target: int, overlap: int) -> list[tuple[int, int
     return spans
 
 
-def _section_spans(text: str) -> list[tuple[int, int]]:
-    starts = [m.start() for m in _HEADING.finditer(text)]
+def _section_spans(text: str, heading_starts: list[int]) -> list[tuple[int, int]]:
+    starts = list(heading_starts)
     if not starts or starts[0] != 0:
         starts.insert(0, 0)
     ends = starts[1:] + [len(text)]

@@ -9,11 +9,18 @@ characters divided by four. The caller supplies that count as a function of
 the admitted passages, so the number in the trace is the number the reader
 will be charged.
 
-A first passage that alone exceeds the budget is handled by an explicit,
-recorded policy: ``truncate`` keeps the longest prefix that fits (found by
-bisection on characters, counted exactly), ``drop`` skips it. Later passages
-that do not fit are skipped and recorded as budget drops; smaller ones further
-down may still fit. Finally the admitted passages are ordered for the reader
+The top-ranked passage is never dropped for budget while lower-ranked ones
+are admitted: if it alone exceeds the budget, the configured policy decides —
+``truncate`` keeps its longest prefix that fits (found by bisection on
+characters, counted exactly; the trace records the chunk and both lengths),
+``drop`` admits nothing at all rather than letting a lower-ranked passage take
+its place (the trace records `top_dropped`). Later passages that do not fit are
+skipped and recorded as budget drops; smaller ones further down may still fit.
+
+The order of candidates is retrieval's, with one correction
+(`candidates_in_order`): a question that names a document (`PEP 8`, `adr-031`)
+gets that document's best chunk first, one per named document, so a reranker
+cannot push the named file behind others. Finally the admitted passages are ordered for the reader
 (`rank`, `best-at-edges` for position experiments, or `date`), and the
 prompt is counted once more in that final order.
 """
@@ -25,7 +32,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
 
 from .config import ContextConfig
-from .retrieval import PassageText, RetrievalResult
+from .retrieval import PassageText, RetrievalResult, identifier_priority
 
 ORDERS = ("rank", "best-at-edges", "date")
 
@@ -58,6 +65,8 @@ class ContextTrace:
     order: str
     oversize_policy: str
     tokenizer: str
+    truncated_chars: tuple[int, int] | None = None  # (kept, original) of the truncated passage
+    top_dropped: str | None = None  # the top-ranked chunk, when policy `drop` left the context empty
 
     @property
     def admitted_sources(self) -> list[str]:
@@ -122,6 +131,8 @@ def assemble(
     per_source: dict[str, int] = {}
     duplicates, budget_drops, quota_drops, not_considered = [], [], [], []
     truncated: str | None = None
+    truncated_chars: tuple[int, int] | None = None
+    top_dropped: str | None = None
     current_tokens = base_tokens
 
     for position, candidate in enumerate(candidates, 1):
@@ -140,14 +151,20 @@ def assemble(
                           candidate.kind, candidate.artifact_date, position)
         tokens = count_prompt_tokens([*admitted, passage])
         if tokens > config.token_budget:
-            if admitted or config.oversize_policy == "drop":
+            if admitted:
                 budget_drops.append(candidate.chunk_id)
                 continue
-            passage = _truncate_to_fit(passage, admitted, config.token_budget, count_prompt_tokens)
-            if passage is None:
+            fitted = (None if config.oversize_policy == "drop" else
+                      _truncate_to_fit(passage, admitted, config.token_budget, count_prompt_tokens))
+            if fitted is None:
+                # The top-ranked passage cannot be shown: admit nothing rather than let a
+                # lower-ranked passage stand in for it.
                 budget_drops.append(candidate.chunk_id)
-                continue
-            truncated = passage.chunk_id
+                top_dropped = candidate.chunk_id
+                not_considered.extend(c.chunk_id for c in candidates[position:])
+                break
+            truncated, truncated_chars = fitted.chunk_id, (len(fitted.text), len(passage.text))
+            passage = fitted
             tokens = count_prompt_tokens([passage])
         seen_texts.add(key)
         per_source[candidate.source_id] = per_source.get(candidate.source_id, 0) + 1
@@ -168,6 +185,7 @@ def assemble(
         prompt_tokens=final_tokens, token_budget=config.token_budget,
         max_passages=config.max_passages, order=config.order,
         oversize_policy=config.oversize_policy, tokenizer=tokenizer,
+        truncated_chars=truncated_chars, top_dropped=top_dropped,
     )
 
 
@@ -190,5 +208,23 @@ def _truncate_to_fit(
 
 
 def candidates_in_order(result: RetrievalResult) -> list[PassageText]:
-    """The final ranked list of a retrieval, as passages with text."""
-    return [result.passages[c.chunk_id] for c in result.final.candidates if c.chunk_id in result.passages]
+    """The final ranked list of a retrieval as passages, named documents first.
+
+    The best-ranked chunk of each document the question names (by file name or folder,
+    the levels of `retrieval.identifier_priority`) comes first, one per document, then
+    every other candidate in the final order. With identifier priority on and no
+    reranker this changes nothing but the interleaving of several named documents.
+    """
+    final = [c for c in result.final.candidates if c.chunk_id in result.passages]
+    fused = result.stage("fused")
+    priority = (fused.detail.get("identifier_priority") if fused else None) or {}
+    identifiers = priority.get("identifiers") or []
+    if not identifiers:
+        return [result.passages[c.chunk_id] for c in final]
+    ranked, promoted = identifier_priority(final, result.passages, identifiers, rare=set())
+    leaders: dict[str, str] = {}
+    for candidate in ranked[:promoted]:
+        leaders.setdefault(candidate.source_id, candidate.chunk_id)
+    first = list(leaders.values())
+    rest = [c.chunk_id for c in ranked if c.chunk_id not in set(first)]
+    return [result.passages[cid] for cid in [*first, *rest]]

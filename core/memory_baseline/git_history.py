@@ -48,6 +48,7 @@ from .ingest import (
     discover,
     printable_path,
     source_kind,
+    unsupported_reason,
 )
 
 SHORT_SHA_DIGITS = 12
@@ -255,7 +256,7 @@ def discover_git(repo: str | Path, *, max_bytes: int = 10_000_000) -> Discovery:
         change_mode = next(c.mode for c in commit.changes if c.path == path and c.blob == blob)
         kind = source_kind(path)
         if kind is None:
-            found.skipped.append(SkippedFile(printable_path(source_id), "unsupported"))
+            found.skipped.append(SkippedFile(printable_path(source_id), unsupported_reason(path)))
         elif printable_path(path) != path:
             found.skipped.append(SkippedFile(printable_path(source_id), "undecodable-name"))
         elif change_mode in (_SYMLINK_MODE, _SUBMODULE_MODE):

@@ -24,7 +24,8 @@ from datetime import UTC, date, datetime
 from pathlib import Path
 
 TEXT_SUFFIXES = {
-    ".md": "markdown", ".markdown": "markdown", ".txt": "text", ".rst": "text",
+    ".md": "markdown", ".markdown": "markdown", ".txt": "text", ".rst": "restructuredtext",
+    ".rest": "restructuredtext", ".adoc": "asciidoc", ".asciidoc": "asciidoc", ".asc": "asciidoc",
     ".log": "log", ".json": "json", ".jsonl": "json", ".yaml": "yaml", ".yml": "yaml",
     ".toml": "toml", ".ini": "config", ".cfg": "config", ".conf": "config", ".env": "config",
     ".py": "code", ".js": "code", ".ts": "code", ".tsx": "code", ".jsx": "code", ".go": "code",
@@ -32,6 +33,14 @@ TEXT_SUFFIXES = {
     ".hpp": "code", ".cs": "code", ".rb": "code", ".php": "code", ".sh": "code", ".sql": "code",
     ".swift": "code", ".scala": "code",
 }
+# Formats that are never text: reported as `binary` without being opened, so the report
+# says why a repository's images and slide decks are not in the index.
+BINARY_SUFFIXES = frozenset({
+    ".png", ".jpg", ".jpeg", ".gif", ".webp", ".bmp", ".ico", ".tif", ".tiff", ".pdf",
+    ".pptx", ".ppt", ".odp", ".docx", ".doc", ".odt", ".xlsx", ".xls", ".ods", ".zip", ".gz",
+    ".tgz", ".bz2", ".xz", ".7z", ".tar", ".whl", ".jar", ".so", ".dll", ".exe", ".pyc", ".woff",
+    ".woff2", ".ttf", ".otf", ".mp3", ".mp4", ".wav", ".mov", ".drawio",
+})
 SPECIAL_NAMES = {"dockerfile": "code", "makefile": "code", "readme": "text", "license": "text"}
 SKIP_DIRS = {".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv", "venv", ".tox"}
 
@@ -104,6 +113,11 @@ def source_kind(relative: str) -> str | None:
     return base
 
 
+def unsupported_reason(relative: str) -> str:
+    """Why a file of no supported kind is skipped: `binary` for known binary formats."""
+    return "binary" if os.path.splitext(relative)[1].lower() in BINARY_SUFFIXES else "unsupported"
+
+
 def printable_path(relative: str) -> str:
     """`relative` with undecodable file-name bytes shown as escapes (safe for JSON and SQL)."""
     return relative.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
@@ -168,7 +182,7 @@ def read_source(
 ) -> SourceRecord | SkippedFile | FailedRead:
     kind = source_kind(relative)
     if kind is None:
-        return SkippedFile(printable_path(relative), "unsupported")
+        return SkippedFile(printable_path(relative), unsupported_reason(relative))
     if printable_path(relative) != relative:
         # A name that is not valid UTF-8 cannot be a source id (PostgreSQL text, JSON).
         return SkippedFile(printable_path(relative), "undecodable-name")
@@ -237,10 +251,12 @@ _MONTHS = {
     for m in names
 }
 _ISO = r"(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2}))?)?"
-_LONG = r"(\d{1,2}) ([A-Za-z]{3,9}),? (\d{4})"
+_LONG = r"(\d{1,2})[ -]([A-Za-z]{3,9}),?[ -](\d{4})"  # 5 August 2024, 13-Jul-2000 (PEP headers)
 _FRONT_MATTER = re.compile(r"\A---\s*\n(.*?)\n---\s*(\n|\Z)", re.S)
 _DATE_FIELD = re.compile(
-    r"^\s*(?:[-*]\s*)?\**(?:date|created|decided|written|recorded)\**\s*:\**\s*(.+)$", re.I | re.M
+    # `Date:`, `**Date**:`, a reStructuredText field `:Date:`, an AsciiDoc attribute `:revdate:`
+    r"^\s*(?:[-*]\s*)?:?\**(?:date|created|decided|written|recorded|revdate)\**\s*:\**\s*(.+)$",
+    re.I | re.M
 )
 _ISO_ANYWHERE = re.compile(_ISO)
 _LONG_ANYWHERE = re.compile(_LONG)

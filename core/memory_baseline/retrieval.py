@@ -43,7 +43,7 @@ import psycopg
 
 from .config import Config
 from .embedders import Embedder, get_embedder
-from .identifiers import extract_identifiers
+from .identifiers import extract_identifiers, file_keys
 from .representation import representation_id
 from .rerank import Reranker, get_reranker
 from .store import Hit, Store, StoreError
@@ -190,7 +190,11 @@ def identifier_priority(
     fused: Sequence[Candidate], passages: dict[str, PassageText], identifiers: Sequence[str],
     rare: set[str] | None = None,
 ) -> tuple[list[Candidate], int]:
-    """Stable re-sort: chunks of a file the query names, then chunks containing a rare query identifier.
+    """Stable re-sort: the file a query names, files under a name it names, then rare content matches.
+
+    Levels: 3 when the chunk's own file name carries a query key (`pep-0008.rst` for
+    "PEP 8"), 2 when any name term does (its folder, e.g. `keps/*/2033-*/README.md` for
+    "KEP-2033", or `pep-0008.rst@<sha>`, a past version), 1 for a rare identifier in the text.
 
     An exact identifier in a question (a file name, an error code, an ADR number) is an
     explicit request that rank fusion cannot see: a dense ranking of `E-BRK-042` is noise,
@@ -208,6 +212,8 @@ def identifier_priority(
         passage = passages.get(candidate.chunk_id)
         if passage is None:
             return 0
+        if wanted & set(file_keys(passage.source_id)):
+            return 3
         if wanted & set(passage.name_terms):
             return 2
         return 1 if rare_wanted & set(passage.identifiers) else 0
@@ -318,19 +324,40 @@ class Retriever:
             method = f"blend(dense_weight={settings.blend_weight})"
         else:
             raise ValueError(f"unknown fusion {settings.fusion!r}: rrf or blend")
-        passages = self._passages([c.chunk_id for c in fused])
         detail = {"method": method, "per_path": {s.name: len(s.candidates) for s in stages},
                   "union_size": len(fused)}
         if settings.identifier_priority:
             query_identifiers = extract_identifiers(query)
+            named = self._named_candidates(query_identifiers, fused, depth)
+            fused = [*fused, *named]
+            passages = self._passages([c.chunk_id for c in fused])
             rare = self.store.rare_terms(query_identifiers, RARE_IDENTIFIER_SHARE, RARE_IDENTIFIER_MIN)
             fused, promoted = identifier_priority(fused, passages, query_identifiers, rare)
             detail["identifier_priority"] = {"identifiers": query_identifiers,
-                                             "rare": sorted(rare), "promoted": promoted}
+                                             "rare": sorted(rare), "promoted": promoted,
+                                             "named_added": [c.chunk_id for c in named]}
+        else:
+            passages = self._passages([c.chunk_id for c in fused])
         stages.append(Stage("fused", tuple(fused), (time.perf_counter() - t0) * 1000, detail))
 
         stages.append(self._rerank(query, fused, passages))
         return RetrievalResult(query, tuple(stages), passages, self.representation_id)
+
+    def _named_candidates(
+        self, identifiers: Sequence[str], fused: Sequence[Candidate], limit: int
+    ) -> list[Candidate]:
+        """Chunks of the files the query names that neither path returned, appended after them.
+
+        A question naming "PEP 8" asks for that file even when its words match other files
+        better; without this, a named file outside both paths' depth could never be admitted.
+        Ranks continue after the fused list (identifier priority then moves them up).
+        """
+        if not identifiers:
+            return []
+        present = {c.chunk_id for c in fused}
+        hits = [h for h in self.store.named_chunks(identifiers, limit + len(present))
+                if h.chunk_id not in present][:limit]
+        return [Candidate(h.chunk_id, h.source_id, 0.0, len(fused) + i) for i, h in enumerate(hits, 1)]
 
     def _passages(self, chunk_ids: Sequence[str]) -> dict[str, PassageText]:
         rows = self.store.chunk_texts(chunk_ids)

@@ -125,6 +125,7 @@ CREATE TABLE IF NOT EXISTS {s}.chunks (
 );
 CREATE INDEX IF NOT EXISTS chunks_source_idx ON {s}.chunks (source_id, ordinal);
 CREATE INDEX IF NOT EXISTS chunks_tsv_gin ON {s}.chunks USING gin (tsv);
+CREATE INDEX IF NOT EXISTS chunks_name_terms_gin ON {s}.chunks USING gin (name_terms);
 CREATE INDEX IF NOT EXISTS chunks_representation_idx ON {s}.chunks (representation_id);
 CREATE TABLE IF NOT EXISTS {s}.postings (
     lexeme text NOT NULL,
@@ -535,6 +536,23 @@ class Store:
             (list(terms), int(minimum), float(share)),
         ).fetchall()
         return {r[0] for r in rows}
+
+    def named_chunks(self, terms: Sequence[str], limit: int) -> list[Hit]:
+        """Chunks whose name terms hold one of `terms` (the files a query names), first chunks first.
+
+        Separate from the BM25 SQL on purpose: it is a lookup by name (GIN on `name_terms`),
+        not a ranking; the score is 0.
+        """
+        if not terms:
+            return []
+        rows = self.conn.execute(
+            self._q(
+                "SELECT chunk_id, source_id FROM {s}.chunks WHERE name_terms && %s::text[] "
+                "ORDER BY ordinal, source_id LIMIT %s"
+            ),
+            (list(terms), int(limit)),
+        ).fetchall()
+        return [Hit(r[0], r[1], 0.0) for r in rows]
 
     def lexical_bm25(
         self, terms: Sequence[str], limit: int, k1: float, b: float, name_weight: float = 1.0

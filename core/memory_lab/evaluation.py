@@ -428,7 +428,9 @@ def run_case(
         "context": {
             "prompt_tokens": context.prompt_tokens, "token_budget": context.token_budget,
             "max_passages": context.max_passages, "tokenizer": context.tokenizer,
-            "truncated": context.truncated, "duplicate_drops": list(context.duplicate_drops),
+            "truncated": context.truncated,
+            "truncated_chars": list(context.truncated_chars) if context.truncated_chars else None,
+            "top_dropped": context.top_dropped, "duplicate_drops": list(context.duplicate_drops),
             "budget_drops": list(context.budget_drops), "quota_drops": list(context.quota_drops),
             "not_considered": list(context.not_considered),
             "cut_sources": sorted({chunk_sources.get(c, c) for c in
