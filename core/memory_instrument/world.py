@@ -1202,11 +1202,19 @@ def find_ledger_date_mismatches(ledger_path: str | Path, corpus_root: str | Path
     return problems
 
 
+def _absence_core(phrase: str) -> str:
+    """'lock errors' for 'no lock errors'; a phrase that states no absence gives itself."""
+    head, _, rest = _normalise(phrase).partition(" ")
+    return rest if head in ("no", "zero", "0", "without") and rest else _normalise(phrase)
+
+
 def find_unsupported_phrasings(tasks: Iterable[Any], corpus_root: str | Path) -> list[str]:
     """must_include groups with no phrasing present in the task's expected sources.
 
     A group is supported when at least one of its phrasings occurs (case-insensitive,
-    whitespace-normalised) in the concatenation of the expected sources' ids and texts.
+    whitespace-normalised) in the concatenation of the expected sources' ids and texts;
+    a phrasing that states an absence ("no lock errors") is supported by what it says is
+    absent ("lock errors", e.g. a table column that reads 0).
     Abstentions have no sources and are skipped. Accepts loaded `Task` objects or dicts.
     """
     root = Path(corpus_root)
@@ -1227,7 +1235,8 @@ def find_unsupported_phrasings(tasks: Iterable[Any], corpus_root: str | Path) ->
             parts.append(path.read_text(encoding="utf-8") if path.is_file() else "")
         haystack = _normalise("\n".join(parts))
         for position, group in enumerate(groups):
-            if not any(_normalise(phrase) in haystack for phrase in group):
+            if not any(_normalise(phrase) in haystack or _absence_core(phrase) in haystack
+                       for phrase in group):
                 problems.append(f"task '{ident}': must_include[{position}] {list(group)!r} "
                                 "is not supported by its expected sources")
     return problems
