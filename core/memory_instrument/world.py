@@ -25,6 +25,8 @@ from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
 
+from .tasks import TASK_FILE_VERSION
+
 MIN_DOCS = 20
 MAX_DOCS = 100_000
 FILE_TYPES: tuple[str, ...] = ("md", "txt", "log", "yaml", "json", "toml", "py")
@@ -783,9 +785,12 @@ def _task(ident: str, qtype: str, query: str, as_of: date | None, sources: list[
           must: list[list[str]], *, must_not: Iterable[str] = (), abstain: bool = False,
           negative: bool = False, evidence: Iterable[tuple[str, str]] = (),
           checks: list[dict[str, Any]] | None = None,
-          metadata: dict[str, Any] | None = None) -> dict[str, Any]:
+          metadata: dict[str, Any] | None = None,
+          expect: dict[str, Any] | None = None) -> dict[str, Any]:
     answer: dict[str, Any] = {"must_include": must, "must_not_include": list(must_not),
                               "abstain": abstain, "evidenced_negative": negative}
+    if expect:
+        answer["expect"] = expect
     if checks:
         answer["artifact_checks"] = checks
     spans = [{"source": s, "quote": q} for s, q in evidence]
@@ -794,6 +799,13 @@ def _task(ident: str, qtype: str, query: str, as_of: date | None, sources: list[
     return {"id": ident, "question_type": qtype, "query": query,
             "as_of": as_of.isoformat() if as_of else None, "expected_sources": sources,
             "answer": answer, "metadata": dict(metadata or {})}
+
+
+def _choice(answer: str, *alternatives: str) -> dict[str, Any]:
+    """A typed `choice` between technologies (by name or slug); `answer` is the right one."""
+    names = list(dict.fromkeys([answer, *alternatives]))
+    return {"choice": {"options": {_slug(t): sorted({t.lower(), _slug(t)}) for t in names},
+                       "answer": _slug(answer)}}
 
 
 def _first_line_with(text: str, needle: str) -> str:
@@ -837,7 +849,9 @@ class _TaskMaker:
                            f"What did we settle on as the {a.name} of the {d.topic}?",
                            f"What is the {d.topic}'s {a.name}?"),
                     end, [final.adr.path], [[final.tech]],
-                    evidence=[(final.adr.path, f"backend: {_slug(final.tech)}")]))
+                    evidence=[(final.adr.path, f"backend: {_slug(final.tech)}")],
+                    expect=_choice(final.tech, *sorted(
+                        {x.tech for x in self._chain(d)} | {d.old_tech}))))
                 stale = sorted(({x.tech for x in self._chain(d)} | {d.old_tech}) - {final.tech})
                 checks: list[dict[str, Any]] = [
                     {"check": "parses", "format": "yaml"},
@@ -869,14 +883,16 @@ class _TaskMaker:
                 out["temporal"].append(_task(
                     f"temporal-{tag}-before-cutover", "temporal", question, between,
                     [d.adr.path], [[d.old_tech]],
-                    evidence=[(d.adr.path, _first_line_with(adr_text, "Production keeps running"))]))
+                    evidence=[(d.adr.path, _first_line_with(adr_text, "Production keeps running"))],
+                    expect=_choice(d.old_tech, d.tech)))
                 assert d.deploy_log is not None
                 after = d.cutover + timedelta(days=1)
                 if not d.superseded_by or d.superseded_by.day > after:
                     out["temporal"].append(_task(
                         f"temporal-{tag}-after-cutover", "temporal", question, after,
                         [d.deploy_log.path], [[_slug(d.tech)]],
-                        evidence=[(d.deploy_log.path, "cutover=true")]))
+                        evidence=[(d.deploy_log.path, "cutover=true")],
+                        expect=_choice(d.tech, d.old_tech)))
             if d.supersedes:
                 base = d.supersedes
                 settled = base.cutover or base.day
@@ -886,11 +902,13 @@ class _TaskMaker:
                 out["temporal"].append(_task(
                     f"temporal-{tag}-before-supersession", "temporal", question, before,
                     [base.adr.path], [[base.tech]],
-                    evidence=[(base.adr.path, f"backend: {_slug(base.tech)}")]))
+                    evidence=[(base.adr.path, f"backend: {_slug(base.tech)}")],
+                    expect=_choice(base.tech, d.tech)))
                 out["temporal"].append(_task(
                     f"temporal-{tag}-after-supersession", "temporal", question,
                     d.day + timedelta(days=1), [d.adr.path], [[d.tech]],
-                    evidence=[(d.adr.path, f"Supersedes: ADR-{base.adr.number:04d}")]))
+                    evidence=[(d.adr.path, f"Supersedes: ADR-{base.adr.number:04d}")],
+                    expect=_choice(d.tech, base.tech)))
         for p in self.proposals:
             a, tag = p.aspect, f"p{p.ident:04d}"
             out["outcome"].append(_task(
@@ -899,8 +917,9 @@ class _TaskMaker:
                        f"Is {p.tech} in use as the {a.name} of the {p.topic}?",
                        f"Did we go ahead with {p.tech} for the {p.topic}?"),
                 self.b.end, [p.adr.path], [["rejected", "not adopted", "do not adopt"]],
-                negative=True,
-                evidence=[(p.adr.path, f"We do not adopt {p.tech}.")]))
+                must_not=["yes"], negative=True,
+                evidence=[(p.adr.path, f"We do not adopt {p.tech}.")],
+                expect={"status": ["rejected"]}))
             out["locate"].append(_task(
                 f"locate-{tag}-proposal", "locate",
                 self.v(f"Where was {p.tech} first proposed for the {p.topic}?",
@@ -918,7 +937,8 @@ class _TaskMaker:
             out["temporal"].append(_task(
                 f"temporal-{tag}-pending", "temporal", question,
                 p.proposal_session.day + timedelta(days=1), [p.proposal_session.path],
-                [["not decided", "proposed", "undecided"]]))
+                [["not decided", "proposed", "undecided"]], must_not=["rejected", "adopted"],
+                expect={"status": ["proposed", "open"]}))
             out["temporal"].append(_task(
                 f"temporal-{tag}-judged", "temporal", question, p.judgement_session.day,
                 [p.judgement_session.path], [["unnecessary"], ["not yet", "not formally"]]))
@@ -934,24 +954,30 @@ class _TaskMaker:
                 out["obligations"].append(_task(
                     f"obligations-{tag}-open", "obligations", question, open_day,
                     [o.decision.session.path], [["not yet", "still open", "open"]],
-                    evidence=[(o.decision.session.path, f"- [ ] {o.owner}: {o.action}")]))
+                    must_not=["yes"],
+                    evidence=[(o.decision.session.path, f"- [ ] {o.owner}: {o.action}")],
+                    expect={"status": ["open"]}))
             if o.closed and o.closure:
                 out["obligations"].append(_task(
                     f"obligations-{tag}-closed", "obligations", question,
                     o.closed + timedelta(days=2), [o.closure.path],
-                    [["done", "closed", "yes"], [o.closed.isoformat(), _long_date(o.closed)]],
-                    evidence=[(o.closure.path, f"- [x] {o.owner}: {o.action}")]))
+                    [["done", "closed", "yes"]],
+                    evidence=[(o.closure.path, f"- [x] {o.owner}: {o.action}")],
+                    expect={"date": [o.closed.isoformat()], "status": ["done"]}))
         for topic, items in by_topic.items():
             as_of = max(o.opened for o in items) + timedelta(days=5)
             still_open = [o for o in items if o.closed is None or o.closed > as_of]
+            closed = [o for o in items if o.closed is not None and o.closed <= as_of]
             if not still_open:
                 continue
             out["obligations"].append(_task(
                 f"obligations-{_slug(topic)}-open-list", "obligations",
                 self.v(f"Which promises made for the {topic} were still open?",
                        f"What follow-ups for the {topic} remained unfinished?"),
-                as_of, sorted({o.decision.session.path for o in still_open}),
-                [[o.action] for o in still_open]))
+                as_of, sorted({o.decision.session.path for o in still_open}), [],
+                expect={"obligations": {"open": [[o.action] for o in still_open],
+                                        "closed": [[o.action] for o in closed],
+                                        "require": "open", "unmarked": "open"}}))
         for index, (subject, term) in enumerate(ABSENT_SUBJECTS):
             qtype, query, as_of = [
                 ("outcome", f"What did we decide about {subject}?", None),
@@ -1129,7 +1155,7 @@ def generate_world(params: WorldParams, out_dir: str | Path) -> WorldManifest:
     ledger_path.write_bytes(ledger_md.encode("utf-8"))
     ledger_json_path.write_bytes(
         (json.dumps(ledger_data, indent=1, ensure_ascii=False) + "\n").encode("utf-8"))
-    tasks_path.write_bytes((json.dumps({"version": 1, "tasks": tasks}, indent=1,
+    tasks_path.write_bytes((json.dumps({"version": TASK_FILE_VERSION, "tasks": tasks}, indent=1,
                                        ensure_ascii=False) + "\n").encode("utf-8"))
     return WorldManifest(
         root=root, history_dir=history, ledger_path=ledger_path,
