@@ -27,7 +27,7 @@ def _subset_task_file(path: Path) -> Path:
         if per_type.get(kind, 0) < (1 if kind == "abstain" else 2):
             per_type[kind] = per_type.get(kind, 0) + 1
             chosen.append(task)
-    path.write_text(json.dumps({"version": 1, "tasks": chosen}), encoding="utf-8")
+    path.write_text(json.dumps({"version": document["version"], "tasks": chosen}), encoding="utf-8")
     return path
 
 

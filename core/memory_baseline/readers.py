@@ -195,7 +195,7 @@ def check_citations(text: str, passages: Sequence[Passage], *, enforce: bool) ->
         if base != candidate and base in by_id:
             resolved[candidate] = by_id[base]
             return base
-        tails = [s for s in sources if s.endswith("/" + candidate)]
+        tails = [s for s in sources if s.endswith("/" + base)]
         if len(tails) == 1:  # a bare file name that names exactly one admitted source
             resolved[candidate] = tails[0]
             return tails[0]

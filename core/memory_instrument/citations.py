@@ -2,8 +2,8 @@
 
 Part of the output contract, so it is the single rule both sides read: the
 instrument counts citations with it, and a system's reader enforces its
-citations with it (`memory_baseline.readers` imports this module and nothing
-else of the instrument). When the two read different rules, an id one side
+citations with it (the baseline's readers import this module and nothing else
+of the instrument). When the two read different rules, an id one side
 ignores is evidence the other side counts (`[S1: notes/secret.md]` used to pass
 the reader unflagged while the instrument counted it).
 

@@ -37,7 +37,8 @@ Decisions this module makes (and documents here, once):
   the two counts agree.
 * Claim support. The answer outside fenced code is split into sentences (and
   lines); citations attach to the sentence they end, or to the previous one
-  when they stand alone. A cited claim is supported when a cited, admitted
+  when they stand alone, and cover the uncited sentences before it in the same
+  paragraph. A cited claim is supported when a cited, admitted
   passage contains a quoted span of the claim (at least MIN_QUOTE_WORDS words,
   case and whitespace ignored), or else when at least SUPPORT_THRESHOLD of the
   claim's content words occur in the cited passages. This lexical check
@@ -206,13 +207,15 @@ def parse_citations(text: str) -> list[tuple[str, list[str]]]:
     """Split an answer into claims and the source ids each one cites.
 
     Every claim is returned, cited or not (uncited claims have an empty list), so
-    callers can count both. Text inside fenced code blocks is work product, not
-    claims, and is skipped.
+    callers can count both. A citation also covers the uncited sentences before it in
+    its paragraph, back to the previous citation. Text inside fenced code blocks is work
+    product, not claims, and is skipped.
     """
     prose = grammar.FENCED_BLOCK.sub("\n", text)
     claims: list[tuple[str, list[str]]] = []
     for line in prose.splitlines():
         line = _LIST_MARKER.sub("", line)
+        first_of_line = len(claims)
         for segment in _SENTENCE_END.split(line.strip()):
             claim, ids = _strip_citations(segment)
             claim = claim.strip()
@@ -224,7 +227,26 @@ def parse_citations(text: str) -> list[tuple[str, list[str]]]:
                     claims.append(("", list(dict.fromkeys(ids))))
                 continue
             claims.append((claim, list(dict.fromkeys(ids))))
+        _cover_uncited_run(claims, first_of_line)
     return claims
+
+
+def _cover_uncited_run(claims: list[tuple[str, list[str]]], start: int) -> None:
+    """A citation ending a run of uncited sentences in one paragraph covers the run.
+
+    That is how people cite a paragraph ("... The team fixed the index. [s.md]"), and what
+    a reader of the answer takes it to mean; a run after the paragraph's last citation
+    stays uncited.
+    """
+    pending: list[int] = []
+    for index in range(start, len(claims)):
+        text, ids = claims[index]
+        if not ids:
+            pending.append(index)
+            continue
+        for waiting in pending:
+            claims[waiting] = (claims[waiting][0], list(ids))
+        pending = []
 
 
 def _passages_for(cited_id: str, passages: Sequence[Passage]) -> list[Passage]:

@@ -801,6 +801,11 @@ def _task(ident: str, qtype: str, query: str, as_of: date | None, sources: list[
             "answer": answer, "metadata": dict(metadata or {})}
 
 
+# A kept promise may be labelled done, or decided (adopted and in force); open, proposed or
+# rejected would contradict it.
+DELIVERED_STATUSES = ["done", "decided"]
+
+
 def _choice(answer: str, *alternatives: str) -> dict[str, Any]:
     """A typed `choice` between technologies (by name or slug); `answer` is the right one."""
     names = list(dict.fromkeys([answer, *alternatives]))
@@ -916,7 +921,8 @@ class _TaskMaker:
                 self.v(f"Did the {p.topic} adopt {p.tech} as its {a.name}?",
                        f"Is {p.tech} in use as the {a.name} of the {p.topic}?",
                        f"Did we go ahead with {p.tech} for the {p.topic}?"),
-                self.b.end, [p.adr.path], [["rejected", "not adopted", "do not adopt"]],
+                self.b.end, [p.adr.path],
+                [["rejected", "not adopted", "do not adopt", "did not adopt", "not in use", "no"]],
                 must_not=["yes"], negative=True,
                 evidence=[(p.adr.path, f"We do not adopt {p.tech}.")],
                 expect={"status": ["rejected"]}))
@@ -963,7 +969,7 @@ class _TaskMaker:
                     o.closed + timedelta(days=2), [o.closure.path],
                     [["done", "closed", "yes"]],
                     evidence=[(o.closure.path, f"- [x] {o.owner}: {o.action}")],
-                    expect={"date": [o.closed.isoformat()], "status": ["done"]}))
+                    expect={"date": [o.closed.isoformat()], "status": DELIVERED_STATUSES}))
         for topic, items in by_topic.items():
             as_of = max(o.opened for o in items) + timedelta(days=5)
             still_open = [o for o in items if o.closed is None or o.closed > as_of]

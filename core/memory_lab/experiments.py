@@ -42,7 +42,7 @@ from memory_baseline.readers import Reader, get_reader
 from memory_baseline.refresh import SyncReport, representation_id, sync
 from memory_baseline.retrieval import RetrievalResult
 from memory_baseline.store import HNSW_INDEX, Store
-from memory_instrument import Task, load_tasks, stage_metrics
+from memory_instrument import TASK_FILE_VERSION, Task, load_tasks, stage_metrics
 
 from .evaluation import code_version, corpus_digest
 
@@ -271,8 +271,8 @@ def write_task_subset(tasks_path: str | Path, out_dir: str | Path, *, limit: int
     digest = hashlib.sha256("\n".join(t.id for t in tasks).encode()).hexdigest()[:10]
     target = repo_path(out_dir) / f"tasks-{len(tasks)}-{digest}.json"
     target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(json.dumps({"version": 1, "tasks": [t.to_dict() for t in tasks]}, indent=1,
-                                 ensure_ascii=False) + "\n", encoding="utf-8")
+    document = {"version": TASK_FILE_VERSION, "tasks": [t.to_dict() for t in tasks]}
+    target.write_text(json.dumps(document, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     return target
 
 
