@@ -4,6 +4,7 @@ chapter 1 executing through Papermill, and the measures the chapters rely on."""
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 import nbformat
@@ -192,7 +193,26 @@ def _fake_repo(tmp_path: Path, profile: str, caption_run: str) -> Path:
         nbformat.write(executed, chapters / source.name)
         entries[source.stem] = {"profile": profile, "seconds": 1.0, "parameters": {}}
     (chapters / book.EXECUTION_LOG).write_text(json.dumps({"chapters": entries}), encoding="utf-8")
+    _commit_all(repo)
     return repo
+
+
+def _commit_all(repo: Path) -> None:
+    """Publishing needs a committed tree, so the fake repository is one."""
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.org", "-c", "commit.gpgsign=false"]
+    subprocess.run([*git, "init", "-q"], cwd=repo, check=True)
+    subprocess.run([*git, "add", "-A"], cwd=repo, check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "fixture"], cwd=repo, check=True)
+
+
+def test_publish_from_a_dirty_tree_is_refused_before_anything_runs(tmp_path):
+    repo = _fake_repo(tmp_path, "full", "runs/book/ingest-x")
+    (repo / "notebooks" / NOTEBOOKS[0].name).write_text("changed", encoding="utf-8")
+    with pytest.raises(book.DirtyTreeError, match="clean tree: 1 tracked file"):
+        book.publish("full", repo)
+    with pytest.raises(book.DirtyTreeError):
+        book.book(profile="full", publish_after=True, progress=False, repo=repo)
+    assert issubclass(book.DirtyTreeError, ValueError)  # the CLI's bad-input class: exit 2
 
 
 def test_publish_copies_chapters_and_the_runs_they_name_then_installs_them(tmp_path):

@@ -146,8 +146,13 @@ def test_open_obligation_tasks_agree_with_the_ledger(tasks: TaskSet, task_id: st
     task = tasks.get(task_id)
     assert task.as_of is not None
     still_open = _open_on(task.as_of)
-    assert len(task.answer.must_include) == len(still_open)
+    obligations = task.answer.expect.obligations
+    assert obligations is not None and obligations.require == "open"
+    assert len(obligations.open) == len(still_open)
     assert {row["opened in"] for row in still_open} == set(task.expected_sources)
+    closed_by_then = [row for row in _ledger_obligations()
+                      if row["closed"] != "—" and date.fromisoformat(row["closed"]) <= task.as_of]
+    assert len(obligations.closed) == len(closed_by_then)
 
 
 def test_evt_204_means_only_the_importer_incident(corpus: dict[str, str]) -> None:

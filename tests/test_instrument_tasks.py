@@ -197,8 +197,8 @@ def test_file_level_errors(tmp_path: Path) -> None:
     path.write_text("{not json", encoding="utf-8")
     with pytest.raises(TaskFileError, match="not valid JSON"):
         load_tasks(path)
-    with pytest.raises(TaskFileError, match="field 'version' must be 1"):
-        load_tasks(write(tmp_path, [make_task()], version=2))
+    with pytest.raises(TaskFileError, match=r"field 'version' must be one of \[1, 2\]"):
+        load_tasks(write(tmp_path, [make_task()], version=3))
     with pytest.raises(TaskFileError, match="unknown top-level field 'extra'"):
         load_tasks(write(tmp_path, [make_task()], extra=True))
     with pytest.raises(TaskFileError, match="cannot read task file"):

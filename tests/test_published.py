@@ -27,6 +27,11 @@ def test_scorecard_rebuilt_from_cases_equals_the_committed_one(run_dir):
     committed = json.loads((run_dir / "scorecard.json").read_text(encoding="utf-8"))["scorecard"]
     rebuilt = report(run_dir).to_dict()
     assert rebuilt["conditions"] == committed["conditions"]
-    key = ("condition", "question_type", "cases", "passed", "outcome_counts", "passed_task_ids")
-    assert ([{k: c[k] for k in key} for c in rebuilt["cells"]]
-            == [{k: c[k] for k in key} for c in committed["cells"]])
+    key = ("condition", "question_type", "cases", "passed", "passed_task_ids")
+
+    def cell(c: dict) -> dict:
+        # An outcome the grader added later (counted 0 in an old run) is not a changed figure.
+        return {**{k: c[k] for k in key},
+                "outcomes": {o: n for o, n in c["outcome_counts"].items() if n}}
+
+    assert [cell(c) for c in rebuilt["cells"]] == [cell(c) for c in committed["cells"]]

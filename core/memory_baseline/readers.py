@@ -54,6 +54,8 @@ from dataclasses import asdict, dataclass, field
 from functools import cache
 from typing import Any, Protocol
 
+from memory_instrument import citations as citation_grammar
+
 from . import reading
 from .answer_cache import AnswerCache, cache_key
 from .config import ReaderConfig
@@ -165,23 +167,9 @@ def is_abstention(text: str) -> bool:
 
 # -- citations ------------------------------------------------------------------
 
-_FENCED_BLOCK = re.compile(r"(```.*?```)", re.DOTALL)
-# A bracket not followed by "(" (that would be a markdown link), or "(source: ...)".
-_BRACKET = re.compile(r"(?P<lead>[ \t]*)\[(?P<inner>[^\[\]\n]+)\](?!\()")
-_PAREN_SOURCE = re.compile(r"(?P<lead>[ \t]*)\((?P<inner>\s*sources?\s*:[^()\n]+)\)", re.IGNORECASE)
-_LABEL = re.compile(r"^\s*(?:sources?|src)\s*:\s*", re.IGNORECASE)
-_ID_SHAPE = re.compile(r"[\w.\-@]+(?:/[\w.\-@]+)*(?:#[\w.\-:]+)?")
-# As broad as the instrument's notion of a cited id, so nothing it could count as a citation
-# outside the admitted context survives enforcement (e.g. a TOML header `[services.shipments]`).
-_EXTENSION = re.compile(r"\.[A-Za-z][A-Za-z0-9]*$")
-
-
-def _looks_like_id(candidate: str) -> bool:
-    """Source ids are paths: they have a folder, an extension, or a git ``@sha``."""
-    if not _ID_SHAPE.fullmatch(candidate):
-        return False
-    path = candidate.split("#", 1)[0]
-    return "/" in path or "@" in path or bool(_EXTENSION.search(path))
+# The grammar of a cited id is the instrument's output contract (`memory_instrument.citations`),
+# the one module of the instrument the library imports: the reader enforces exactly what the
+# instrument will count as a citation.
 
 
 @dataclass(frozen=True)
@@ -205,23 +193,21 @@ def check_citations(text: str, passages: Sequence[Passage], *, enforce: bool) ->
     def admitted_id(candidate: str) -> str | None:
         if candidate in by_id:
             return candidate
-        tails = [s for s in sources if s.endswith("/" + candidate)]
+        base = citation_grammar.base_source_id(candidate)  # a `path@commit` names its path
+        if base != candidate and base in by_id:
+            resolved[candidate] = by_id[base]
+            return base
+        tails = [s for s in sources if s.endswith("/" + base)]
         if len(tails) == 1:  # a bare file name that names exactly one admitted source
             resolved[candidate] = tails[0]
             return tails[0]
         return None
 
-    def rewrite(match: re.Match[str], opening: str, closing: str) -> str:
-        inner = match.group("inner")
-        label = _LABEL.match(inner)
-        prefix = label.group(0) if label else ""
-        parts = [part.strip() for part in re.split(r"[,;]", inner[len(prefix):])]
-        if not any(_looks_like_id(part.strip("`'\"")) for part in parts):
-            return match.group(0)  # an ordinary bracket, not a citation
+    def rewrite(span: citation_grammar.CitationSpan) -> str:
         kept: list[str] = []
-        for part in parts:
-            candidate = part.strip("`'\"")
-            if not _looks_like_id(candidate):
+        for part in span.parts:
+            candidate = citation_grammar.strip_wrappers(part)
+            if not citation_grammar.looks_like_source_id(candidate):
                 kept.append(part)
                 continue
             found = admitted_id(candidate)
@@ -231,20 +217,22 @@ def check_citations(text: str, passages: Sequence[Passage], *, enforce: bool) ->
                     kept.append(part)
                 continue
             cited.setdefault(by_id[found], None)
-            kept.append(found if candidate in resolved else part)
-        if not kept:
-            return ""
-        return f"{match.group('lead')}{opening}{prefix}{', '.join(kept)}{closing}"
+            kept.append(resolved[candidate] if candidate in resolved else part)
+        if not any(citation_grammar.looks_like_source_id(citation_grammar.strip_wrappers(k))
+                   for k in kept):
+            return ""  # nothing admitted is left to cite: the whole bracket goes
+        return f"{span.lead}{span.opening}{span.label}{', '.join(kept)}{span.closing}"
 
-    def rewrite_prose(prose: str) -> str:
-        prose = _BRACKET.sub(lambda m: rewrite(m, "[", "]"), prose)
-        return _PAREN_SOURCE.sub(lambda m: rewrite(m, "(", ")"), prose)
-
-    pieces = _FENCED_BLOCK.split(text)
-    checked = "".join(piece if piece.startswith("```") else rewrite_prose(piece) for piece in pieces)
+    pieces: list[str] = []
+    position = 0
+    for span in citation_grammar.find_citations(text):
+        pieces.append(text[position:span.start])
+        pieces.append(rewrite(span))
+        position = span.end
+    pieces.append(text[position:])
     return CitationCheck(
-        text=checked if enforce else text, citations=tuple(cited), unknown=tuple(unknown),
-        resolved=resolved,
+        text="".join(pieces) if enforce else text, citations=tuple(cited),
+        unknown=tuple(unknown), resolved=resolved,
     )
 
 

@@ -3,89 +3,54 @@
 It decides what counts as success and never imports the system it measures;
 downstream work is judged by executed harnesses (`harness`, `fixtures/harnesses/`);
 a system's adapter builds `SystemOutput` and calls `score_task`.
+
+Names are loaded on first use (PEP 562), so a system that imports only the
+output contract's citation grammar (`memory_instrument.citations`, as the
+baseline's readers do) loads nothing of the scorer.
 """
 
-from .harness import Harness, HarnessError, HarnessResult, load_harness, run_harness
-from .metrics import StageMetrics, stage_metrics
-from .outputs import STAGES, OutputError, Passage, SystemOutput
-from .scorecard import Cell, Scorecard, ScorecardError, build_scorecard
-from .scoring import (
-    ABSTENTION_PHRASES,
-    CORRECT_OUTCOMES,
-    GRADER_VERSION,
-    OUTCOMES,
-    SUPPORT_THRESHOLD,
-    CheckResult,
-    ClaimCheck,
-    ClaimJudge,
-    Score,
-    ScoringError,
-    check_claim,
-    detect_abstention,
-    downstream_gain,
-    extract_artifact,
-    parse_citations,
-    run_artifact_check,
-    score_task,
-)
-from .tasks import (
-    QUESTION_TYPES,
-    AnswerSpec,
-    ArtifactCheck,
-    EvidenceSpan,
-    Task,
-    TaskFileError,
-    TaskSet,
-    find_evidence_mismatches,
-    load_tasks,
-    parse_task,
-    parse_task_file,
-    write_task_file,
-)
+from __future__ import annotations
 
-__all__ = [
-    "ABSTENTION_PHRASES",
-    "CORRECT_OUTCOMES",
-    "GRADER_VERSION",
-    "OUTCOMES",
-    "QUESTION_TYPES",
-    "STAGES",
-    "SUPPORT_THRESHOLD",
-    "AnswerSpec",
-    "ArtifactCheck",
-    "Cell",
-    "Harness",
-    "HarnessError",
-    "HarnessResult",
-    "CheckResult",
-    "ClaimCheck",
-    "ClaimJudge",
-    "EvidenceSpan",
-    "OutputError",
-    "Passage",
-    "Score",
-    "Scorecard",
-    "ScorecardError",
-    "ScoringError",
-    "StageMetrics",
-    "SystemOutput",
-    "Task",
-    "TaskFileError",
-    "TaskSet",
-    "build_scorecard",
-    "check_claim",
-    "detect_abstention",
-    "downstream_gain",
-    "extract_artifact",
-    "find_evidence_mismatches",
-    "load_harness",
-    "load_tasks",
-    "parse_citations",
-    "parse_task",
-    "parse_task_file",
-    "run_artifact_check",
-    "run_harness",
-    "score_task",
-    "stage_metrics",
-    "write_task_file",
-]
+import importlib
+from typing import Any
+
+_EXPORTS: dict[str, str] = {
+    "StageMetrics": "metrics", "stage_metrics": "metrics",
+    "STAGES": "outputs", "OutputError": "outputs", "Passage": "outputs",
+    "SystemOutput": "outputs",
+    "Cell": "scorecard", "Scorecard": "scorecard", "ScorecardError": "scorecard",
+    "build_scorecard": "scorecard",
+    "ABSTENTION_PHRASES": "scoring", "CORRECT_OUTCOMES": "scoring", "OUTCOMES": "scoring",
+    "SUPPORT_THRESHOLD": "scoring", "CheckResult": "scoring", "ClaimCheck": "scoring",
+    "ClaimJudge": "scoring", "Score": "scoring", "ScoringError": "scoring",
+    "check_claim": "scoring", "detect_abstention": "scoring", "downstream_gain": "scoring",
+    "extract_artifact": "scoring", "parse_citations": "scoring",
+    "run_artifact_check": "scoring", "score_task": "scoring",
+    "GRADER_VERSION": "grader_version",
+    "QUESTION_TYPES": "tasks", "OUTCOME_STATUSES": "tasks", "TASK_FILE_VERSION": "tasks",
+    "AnswerSpec": "tasks", "ArtifactCheck": "tasks", "ChoiceExpectation": "tasks",
+    "EvidenceSpan": "tasks", "Expectations": "tasks", "ObligationExpectation": "tasks",
+    "Task": "tasks", "TaskFileError": "tasks", "TaskSet": "tasks",
+    "find_evidence_mismatches": "tasks", "load_tasks": "tasks", "parse_task": "tasks",
+    "parse_task_file": "tasks", "write_task_file": "tasks",
+    "Harness": "harness", "HarnessError": "harness", "HarnessResult": "harness",
+    "load_harness": "harness", "run_harness": "harness",
+    "CallableClaimJudge": "judges", "OllamaClaimJudge": "judges", "admit_judge": "judges",
+    "measure_claim_checks": "judges",
+    "Probe": "validation", "load_probes": "validation", "validate_grader": "validation",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'memory_instrument' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))

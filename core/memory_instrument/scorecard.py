@@ -39,6 +39,9 @@ class Cell:
     mean_prompt_tokens: float | None
     mean_seconds: float | None
     grader_versions: tuple[str, ...] = field(default=())
+    # What the systems reported about their own unknown citations (a reader that removes
+    # them from its text reports them here; the instrument's count of that text is zero).
+    reported_unknown_citations: int = 0
 
     @property
     def cases(self) -> int:
@@ -68,6 +71,7 @@ class Cell:
             "mean_recall_candidates": self.mean_recall_candidates,
             "mean_mrr_candidates": self.mean_mrr_candidates,
             "unknown_citations": self.unknown_citations,
+            "reported_unknown_citations": self.reported_unknown_citations,
             "unsupported_claims": self.unsupported_claims,
             "mean_prompt_tokens": self.mean_prompt_tokens,
             "mean_seconds": self.mean_seconds,
@@ -109,7 +113,7 @@ class Scorecard:
 
         detail_header = [
             "condition", "pass", *_OUTCOME_ABBREVIATIONS.values(),
-            "R@adm", "R@cand", "MRR@cand", "unk.cit", "unsup.cl", "prompt tok", "sec",
+            "R@adm", "R@cand", "MRR@cand", "unk.cit", "unk.rep", "unsup.cl", "prompt tok", "sec",
         ]
         detail_rows = [detail_header]
         for condition in self.conditions:
@@ -123,6 +127,7 @@ class Scorecard:
                 _fmt(cell.mean_recall_candidates),
                 _fmt(cell.mean_mrr_candidates),
                 str(cell.unknown_citations),
+                str(cell.reported_unknown_citations),
                 str(cell.unsupported_claims),
                 _fmt(cell.mean_prompt_tokens, digits=0),
                 _fmt(cell.mean_seconds, digits=1),
@@ -152,6 +157,7 @@ _OUTCOME_ABBREVIATIONS = {
     "false_abstention": "false-abst",
     "missed_evidence_abstention": "missed-ev",
     "unsupported_answer": "unsup-ans",
+    "unsupported_claim": "unsup-claim",
     "wrong_answer": "wrong",
 }
 
@@ -211,6 +217,9 @@ def _cell(condition: str, qtype: str, records: list[Mapping[str, Any]]) -> Cell:
         mean_recall_candidates=mean(_stage_value(s, "candidates", "recall") for s in scores),
         mean_mrr_candidates=mean(_stage_value(s, "candidates", "reciprocal_rank") for s in scores),
         unknown_citations=sum(len(s.get("unknown_citations", ())) for s in scores),
+        reported_unknown_citations=sum(
+            len(s.get("reported_unknown_citations", ())) for s in scores
+        ),
         unsupported_claims=sum(len(s.get("unsupported_claims", ())) for s in scores),
         mean_prompt_tokens=mean(s.get("usage", {}).get("prompt_tokens") for s in scores),
         mean_seconds=mean(s.get("usage", {}).get("seconds") for s in scores),

@@ -1,36 +1,53 @@
 """Score one system output against one task: the instrument's definition of success.
 
 `score_task` is deterministic: the same task and output always give the same
-Score. Any change to what it decides must bump GRADER_VERSION, which every
-Score carries, so old and new scores are never silently mixed.
+Score. Every Score carries GRADER_VERSION, a content hash of the scoring code
+and the task schema (`grader_version`), so a changed rule is a changed version
+and old and new scores are never silently mixed.
 
 Decisions this module makes (and documents here, once):
 
+* Reading the answer. Phrases are matched as whole words and with their
+  polarity (`memory_instrument.matching`): a required phrase in a negated
+  clause is no match unless the phrase itself is the negative, and a forbidden
+  phrase in a negated clause is no hit. A leading structured status line
+  (``Status: rejected.``) is a field: it is split off before phrases are
+  matched and checked against the task's `expect.status` when the task has one.
+* Typed expectations (`answer.expect`, task-file version 2) hold beside the
+  phrase groups: a date or number the answer must state, the first of several
+  alternatives it asserts (`choice`), and the stated state of every promise
+  (`obligations`: required items with their true state, closed items never
+  stated as open).
 * Abstention. The system's `abstained` flag is primary. An answer whose text
-  contains one of ABSTENTION_PHRASES also counts as an abstention, unless the
-  text passes every answer check of an answerable task; then the reader has
-  answered and merely hedged a part of it.
+  says it cannot answer (`matching.ABSTENTION_PATTERNS`) also counts as an
+  abstention, unless it passes every answer check of an answerable task; then
+  the reader has answered and merely hedged a part of it.
 * Outcome labels (exactly one per score, see OUTCOMES). An answerable task's
   abstention is a `false_abstention` when at least one expected source reached
   the reader, and a `missed_evidence_abstention` when none did: the first is a
   reading failure, the second a retrieval failure. A correct answer to a task
   whose answer is a recorded negative is `correct_evidenced_negative`, never an
   abstention.
-* Citations. The canonical form is the source id in square brackets right
-  after the claim: `PostgreSQL was adopted [decisions/adr-007.md].`
-  `[source: path]`, `(source: path)`, `[S1: path]` and several ids separated by
-  `,` or `;` are accepted too. A bracket counts as a citation only when each id
-  in it looks like a path (has a `/` or a file extension), so `list[str]` or
-  `[1]` are not citations. An id matches an admitted passage by source id or
-  chunk id.
+* Citations follow the one grammar of the output contract
+  (`memory_instrument.citations`). An id matches an admitted passage by source
+  id or chunk id (a ``path@commit`` id by its path). The instrument counts the
+  cited ids that were not admitted itself (`unknown_citations`) and keeps what
+  the system reported about its own (`reported_unknown_citations`, e.g. ids a
+  reader removed from its text), with `unknown_citations_agree` saying whether
+  the two counts agree.
 * Claim support. The answer outside fenced code is split into sentences (and
   lines); citations attach to the sentence they end, or to the previous one
-  when they stand alone. A cited claim is supported when a cited, admitted
+  when they stand alone, and cover the uncited sentences before it in the same
+  paragraph. A cited claim is supported when a cited, admitted
   passage contains a quoted span of the claim (at least MIN_QUOTE_WORDS words,
   case and whitespace ignored), or else when at least SUPPORT_THRESHOLD of the
-  claim's content words (lowercased, stop words removed, lightly stemmed)
-  occur in the cited passages. This is a lexical check: it catches citations
-  to passages about something else, not subtle misreadings.
+  claim's content words occur in the cited passages. This lexical check
+  catches citations to passages about something else, not subtle misreadings;
+  a model `ClaimJudge` replaces it in the pass rule only once it has beaten it
+  on the labelled claims (`memory_instrument.judges`).
+* Provenance questions ask where a claim comes from, so for them support is
+  part of success: a decisive claim (one that states a required phrase or
+  value) must cite an admitted expected source that supports it.
 * Extraneous admitted sources are reported as such; whether they hurt the
   reader is a separate experiment, so no label here calls them a distraction.
 """
@@ -46,15 +63,17 @@ from typing import Any, Protocol, runtime_checkable
 
 import yaml
 
+from . import citations as grammar
+from . import matching
+from .grader_version import GRADER_VERSION
 from .harness import HarnessResult, load_harness, run_harness
 from .metrics import StageMetrics, normalise_text, stage_metrics, word_overlap
 from .outputs import STAGES, Passage, SystemOutput
 from .tasks import ArtifactCheck, Task
 
-# 1.1: a downstream task with a harness is judged by running its harness (harness.py).
-GRADER_VERSION = "instrument-1.1"
-
-ABSTENTION_PHRASES: tuple[str, ...] = ("insufficient evidence",)
+ABSTENTION_PHRASES: tuple[str, ...] = tuple(p.pattern for p in matching.ABSTENTION_PATTERNS)
+# Question types whose answer is a claim about where something comes from.
+SUPPORT_REQUIRED_TYPES = frozenset({"provenance"})
 SUPPORT_THRESHOLD = 0.6
 MIN_QUOTE_WORDS = 3
 
@@ -65,6 +84,7 @@ OUTCOMES: tuple[str, ...] = (
     "false_abstention",
     "missed_evidence_abstention",
     "unsupported_answer",
+    "unsupported_claim",
     "wrong_answer",
 )
 CORRECT_OUTCOMES = frozenset({"correct_answer", "correct_evidenced_negative", "correct_abstention"})
@@ -80,9 +100,13 @@ class ClaimJudge(Protocol):
 
     `identity` (model name, revision, prompt version, ...) is written into every
     Score the judge took part in, so its verdicts are traceable to what gave them.
+    `in_pass_rule` is True only for a judge that beat the lexical check on the
+    labelled claims (`memory_instrument.judges.admit_judge`); otherwise its verdicts
+    are recorded beside the lexical ones and decide nothing.
     """
 
     identity: dict[str, str]
+    in_pass_rule: bool
 
     def supports(self, claim: str, passages: Sequence[Passage]) -> bool: ...
 
@@ -133,6 +157,11 @@ class Score:
     cited_sources: tuple[str, ...]
     unknown_citations: tuple[str, ...]
     reported_unknown_citations: tuple[str, ...]
+    unknown_citations_agree: bool
+    status_field: str | None
+    typed_checks: tuple[CheckResult, ...]
+    support_required: bool
+    decisive_claim_supported: bool | None
     supported_claims: tuple[ClaimCheck, ...]
     unsupported_claims: tuple[ClaimCheck, ...]
     uncited_claims: tuple[str, ...]
@@ -164,47 +193,14 @@ def _jsonable(value: Any) -> Any:
 
 # --- citations ----------------------------------------------------------------------
 
-_FENCED_BLOCK = re.compile(r"```[^\n]*\n(.*?)```", re.DOTALL)
-_BRACKET = re.compile(r"\[([^\[\]\n]+)\](?!\()")  # `[text](url)` is a link, not a citation
-_PAREN_SOURCE = re.compile(r"\(\s*(sources?\s*:[^()\n]+)\)", re.IGNORECASE)
-_LABEL = re.compile(r"^\s*(?:sources?|src|s\d+|\d+)\s*:\s*", re.IGNORECASE)
-_ID_SHAPE = re.compile(r"[\w.\-]+(?:/[\w.\-]+)*(?:#[\w.\-:]+)?")
-_HAS_EXTENSION = re.compile(r"\.[A-Za-z][A-Za-z0-9]*$")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=\S)")
 _LIST_MARKER = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
 _QUOTED = re.compile(r"\"([^\"]+)\"|“([^”]+)”")
 
 
-def _citation_ids(inner: str) -> list[str] | None:
-    """The ids inside one bracket, or None when it is not a citation."""
-    body = _LABEL.sub("", inner, count=1)
-    ids = [part.strip() for part in re.split(r"[,;]", body)]
-    if not ids or any(not _looks_like_source_id(i) for i in ids):
-        return None
-    return ids
-
-
-def _looks_like_source_id(candidate: str) -> bool:
-    if not _ID_SHAPE.fullmatch(candidate):
-        return False
-    path = candidate.split("#", 1)[0]
-    return "/" in path or bool(_HAS_EXTENSION.search(path))
-
-
-def _extract_citations(segment: str) -> tuple[str, list[str]]:
+def _strip_citations(segment: str) -> tuple[str, list[str]]:
     """Remove citations from a segment; return the remaining text and the ids, in order."""
-    found: list[tuple[int, list[str]]] = []
-
-    def take(match: re.Match[str]) -> str:
-        ids = _citation_ids(match.group(1))
-        if ids is None:
-            return match.group(0)
-        found.append((match.start(), ids))
-        return " "
-
-    text = _PAREN_SOURCE.sub(take, segment)
-    text = _BRACKET.sub(take, text)
-    ids = [i for _, group in sorted(found, key=lambda item: item[0]) for i in group]
+    text, ids = grammar.remove_citations(segment)
     # Removing "claim [id]." leaves "claim ."; close the gap so claim text reads as written.
     return re.sub(r"\s+([.,;:!?])", r"\1", " ".join(text.split())), ids
 
@@ -213,15 +209,17 @@ def parse_citations(text: str) -> list[tuple[str, list[str]]]:
     """Split an answer into claims and the source ids each one cites.
 
     Every claim is returned, cited or not (uncited claims have an empty list), so
-    callers can count both. Text inside fenced code blocks is work product, not
-    claims, and is skipped.
+    callers can count both. A citation also covers the uncited sentences before it in
+    its paragraph, back to the previous citation. Text inside fenced code blocks is work
+    product, not claims, and is skipped.
     """
-    prose = _FENCED_BLOCK.sub("\n", text)
+    prose = grammar.FENCED_BLOCK.sub("\n", text)
     claims: list[tuple[str, list[str]]] = []
     for line in prose.splitlines():
         line = _LIST_MARKER.sub("", line)
+        first_of_line = len(claims)
         for segment in _SENTENCE_END.split(line.strip()):
-            claim, ids = _extract_citations(segment)
+            claim, ids = _strip_citations(segment)
             claim = claim.strip()
             if not re.search(r"\w", claim):
                 if ids and claims:  # a citation standing after its sentence's full stop
@@ -231,11 +229,31 @@ def parse_citations(text: str) -> list[tuple[str, list[str]]]:
                     claims.append(("", list(dict.fromkeys(ids))))
                 continue
             claims.append((claim, list(dict.fromkeys(ids))))
+        _cover_uncited_run(claims, first_of_line)
     return claims
 
 
+def _cover_uncited_run(claims: list[tuple[str, list[str]]], start: int) -> None:
+    """A citation ending a run of uncited sentences in one paragraph covers the run.
+
+    That is how people cite a paragraph ("... The team fixed the index. [s.md]"), and what
+    a reader of the answer takes it to mean; a run after the paragraph's last citation
+    stays uncited.
+    """
+    pending: list[int] = []
+    for index in range(start, len(claims)):
+        text, ids = claims[index]
+        if not ids:
+            pending.append(index)
+            continue
+        for waiting in pending:
+            claims[waiting] = (claims[waiting][0], list(ids))
+        pending = []
+
+
 def _passages_for(cited_id: str, passages: Sequence[Passage]) -> list[Passage]:
-    return [p for p in passages if cited_id in (p.source_id, p.chunk_id)]
+    base = grammar.base_source_id(cited_id)
+    return [p for p in passages if cited_id in (p.source_id, p.chunk_id) or base == p.source_id]
 
 
 def check_claim(
@@ -275,21 +293,82 @@ def detect_abstention(output: SystemOutput) -> str | None:
     """'flag' if the system said it abstained, 'text' if the answer says so, else None."""
     if output.abstained:
         return "flag"
-    answer = normalise_text(output.answer)
-    if any(phrase in answer for phrase in ABSTENTION_PHRASES):
+    _, rest = matching.split_status(output.answer)
+    if matching.abstention_in_text(matching.normalise(rest)):
         return "text"
     return None
 
 
-def _answer_checks(task: Task, answer: str) -> tuple[int, list[tuple[str, ...]], list[str]]:
-    text = normalise_text(answer)
+@dataclass(frozen=True)
+class _AnswerReading:
+    status: str | None
+    text: str  # normalised answer without its status line
+    matched: int
+    unmatched: list[tuple[str, ...]]
+    hits: list[str]
+    typed: tuple[CheckResult, ...]
+
+    @property
+    def passes(self) -> bool:
+        return not self.unmatched and not self.hits and all(c.passed for c in self.typed)
+
+
+def _read_answer(task: Task, answer: str) -> _AnswerReading:
+    status, rest = matching.split_status(answer)
+    text = matching.normalise(rest)
     unmatched = [
-        group
-        for group in task.answer.must_include
-        if not any(normalise_text(phrase) in text for phrase in group)
+        group for group in task.answer.must_include
+        if not any(matching.asserts(text, phrase) for phrase in group)
     ]
-    hits = [phrase for phrase in task.answer.must_not_include if normalise_text(phrase) in text]
-    return len(task.answer.must_include) - len(unmatched), unmatched, hits
+    hits = [phrase for phrase in task.answer.must_not_include if matching.asserts(text, phrase)]
+    return _AnswerReading(
+        status=status, text=text, matched=len(task.answer.must_include) - len(unmatched),
+        unmatched=unmatched, hits=hits, typed=_typed_checks(task, status, text),
+    )
+
+
+def _typed_checks(task: Task, status: str | None, text: str) -> tuple[CheckResult, ...]:
+    expect = task.answer.expect
+    results: list[CheckResult] = []
+    if expect.status and status is not None:
+        ok = status in expect.status
+        results.append(CheckResult({"expect": "status", "any_of": list(expect.status)}, ok,
+                                   f"status field is {status!r}"))
+    if expect.date:
+        ok = matching.states_date(text, expect.date)
+        results.append(CheckResult({"expect": "date", "any_of": list(expect.date)}, ok,
+                                   "date stated" if ok else "none of the dates is stated"))
+    if expect.number:
+        ok = matching.states_number(text, expect.number)
+        found = matching.stated_numbers(text)
+        results.append(CheckResult({"expect": "number", "any_of": list(expect.number)}, ok,
+                                   f"numbers stated: {found}"))
+    if expect.choice is not None:
+        chosen = matching.first_choice(text, expect.choice.options)
+        ok = chosen == expect.choice.answer
+        results.append(CheckResult({"expect": "choice", "answer": expect.choice.answer}, ok,
+                                   f"first asserted option: {chosen}"))
+    if expect.obligations is not None:
+        results.append(_obligation_check(expect.obligations, text))
+    return tuple(results)
+
+
+def _obligation_check(spec: Any, text: str) -> CheckResult:
+    items = [*spec.open, *spec.closed]
+    truth = ["open"] * len(spec.open) + ["done"] * len(spec.closed)
+    problems: list[str] = []
+    for group, true_state, (mentioned, stated) in zip(
+        items, truth, matching.obligation_states(text, items), strict=True
+    ):
+        read = stated if stated is not None else (spec.unmarked if mentioned else None)
+        required = spec.require == "all" or true_state == "open"
+        if required and read != true_state:
+            problems.append(f"{group[0]!r} is {true_state}, answer says "
+                            f"{read or ('nothing' if mentioned else 'not mentioned')}")
+        elif not required and mentioned and read == "open":
+            problems.append(f"{group[0]!r} is closed, answer lists it as open")
+    reason = "; ".join(problems) if problems else "every promise stated with its true state"
+    return CheckResult({"expect": "obligations"}, not problems, reason)
 
 
 def _outcome(
@@ -309,7 +388,37 @@ def _outcome(
     return "wrong_answer", False
 
 
+def _is_decisive(task: Task, claim: str) -> bool:
+    """A claim that states something the task requires (a phrase or a typed value)."""
+    text = matching.normalise(claim)
+    if any(matching.asserts(text, phrase) for group in task.answer.must_include
+           for phrase in group):
+        return True
+    expect = task.answer.expect
+    return bool(expect.number and matching.states_number(text, expect.number)) or bool(
+        expect.date and matching.states_date(text, expect.date)
+    )
+
+
+def _decisive_claim_supported(
+    task: Task, checked: Sequence[ClaimCheck], judge: ClaimJudge | None
+) -> bool:
+    expected = set(task.expected_sources)
+    for check in checked:
+        if not _is_decisive(task, check.claim):
+            continue
+        if not any(grammar.base_source_id(c) in expected or c in expected
+                   for c in check.cited_ids):
+            continue
+        use_judge = judge is not None and judge.in_pass_rule and check.judge_supported is not None
+        if check.judge_supported if use_judge else check.supported:
+            return True
+    return False
+
+
 # --- downstream artifacts ---------------------------------------------------------------
+
+_FENCED_BLOCK = re.compile(r"```[^\n]*\n(.*?)```", re.DOTALL)
 
 
 def extract_artifact(output: SystemOutput) -> tuple[str, str]:
@@ -466,8 +575,8 @@ def score_task(task: Task, output: SystemOutput, claim_judge: ClaimJudge | None 
     expected_admitted = tuple(s for s in expected if s in admitted)
     extraneous = tuple(s for s in admitted if s not in expected)
 
-    matched, unmatched, hits = _answer_checks(task, output.answer)
-    checks_pass = not unmatched and not hits
+    reading = _read_answer(task, output.answer)
+    checks_pass = reading.passes
 
     signal = detect_abstention(output)
     outcome, abstained = _outcome(task, signal, checks_pass, bool(expected_admitted))
@@ -477,10 +586,16 @@ def score_task(task: Task, output: SystemOutput, claim_judge: ClaimJudge | None 
     known_ids = {p.source_id for p in output.admitted_passages} | {
         p.chunk_id for p in output.admitted_passages
     }
-    unknown = tuple(c for c in cited if c not in known_ids)
-    if set(output.unknown_citations) != set(unknown):
+    unknown = tuple(
+        c for c in cited if c not in known_ids and grammar.base_source_id(c) not in known_ids
+    )
+    # A reader that removes unknown ids from its text reports them instead; both counts are
+    # kept, since the instrument's own count of a cleaned text is zero by construction.
+    reported = tuple(output.unknown_citations)
+    agree = set(reported) == set(unknown)
+    if not agree:
         notes.append(
-            f"system reported unknown citations {sorted(output.unknown_citations)}, "
+            f"system reported unknown citations {sorted(reported)}, "
             f"instrument found {sorted(unknown)}"
         )
     checked = [
@@ -488,6 +603,12 @@ def score_task(task: Task, output: SystemOutput, claim_judge: ClaimJudge | None 
         for text, ids in claims
         if ids
     ]
+    support_required = task.question_type in SUPPORT_REQUIRED_TYPES and task.answerable
+    decisive_supported = (
+        _decisive_claim_supported(task, checked, claim_judge) if support_required else None
+    )
+    if outcome in ("correct_answer", "correct_evidenced_negative") and decisive_supported is False:
+        outcome = "unsupported_claim"  # right words, but no supporting expected source cited
 
     artifact_results: tuple[CheckResult, ...] = ()
     artifact_source: str | None = None
@@ -512,14 +633,19 @@ def score_task(task: Task, output: SystemOutput, claim_judge: ClaimJudge | None 
         admitted_sources=admitted,
         expected_admitted=expected_admitted,
         extraneous_admitted=extraneous,
-        must_include_groups_matched=matched,
+        must_include_groups_matched=reading.matched,
         must_include_groups_total=len(task.answer.must_include),
-        unmatched_groups=tuple(unmatched),
-        must_not_include_hits=tuple(hits),
+        unmatched_groups=tuple(reading.unmatched),
+        must_not_include_hits=tuple(reading.hits),
         answer_checks_pass=checks_pass,
         cited_sources=cited,
         unknown_citations=unknown,
-        reported_unknown_citations=tuple(output.unknown_citations),
+        reported_unknown_citations=reported,
+        unknown_citations_agree=agree,
+        status_field=reading.status,
+        typed_checks=reading.typed,
+        support_required=support_required,
+        decisive_claim_supported=decisive_supported,
         supported_claims=tuple(c for c in checked if c.supported),
         unsupported_claims=tuple(c for c in checked if not c.supported),
         uncited_claims=tuple(text for text, ids in claims if not ids),

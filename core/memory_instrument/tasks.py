@@ -18,7 +18,9 @@ from typing import Any, NoReturn
 
 from .harness import HarnessError, load_harness
 
-TASK_FILE_VERSION = 1
+# Version 2 adds typed expectations (`answer.expect`); version-1 files still load, without them.
+TASK_FILE_VERSION = 2
+SUPPORTED_TASK_FILE_VERSIONS = (1, 2)
 
 QUESTION_TYPES: tuple[str, ...] = (
     "locate",
@@ -32,12 +34,19 @@ QUESTION_TYPES: tuple[str, ...] = (
 TIME_BOUND_TYPES = frozenset({"temporal", "obligations"})
 
 ARTIFACT_FORMATS: tuple[str, ...] = ("yaml", "json", "toml")
+# What the sources can say happened to the thing asked about; a system's structured status
+# field is scored against these (the same seven values a structured reader chooses from).
+OUTCOME_STATUSES: tuple[str, ...] = (
+    "decided", "proposed", "rejected", "superseded", "open", "done", "not-applicable",
+)
+EXPECT_KINDS: tuple[str, ...] = ("status", "date", "number", "choice", "obligations")
+OBLIGATION_REQUIRE: tuple[str, ...] = ("open", "all")
 ARTIFACT_CHECK_KINDS: tuple[str, ...] = ("parses", "key_equals", "matches", "not_matches")
 
 _TASK_REQUIRED = ("id", "question_type", "query", "as_of", "expected_sources", "answer")
 _TASK_OPTIONAL = ("notes", "metadata")
 _ANSWER_REQUIRED = ("must_include", "must_not_include", "abstain", "evidenced_negative")
-_ANSWER_OPTIONAL = ("artifact_checks", "evidence", "harness")
+_ANSWER_OPTIONAL = ("artifact_checks", "evidence", "expect", "harness")
 # A task's harness lives in this folder next to its task file: harnesses/<name>/.
 HARNESS_FOLDER = "harnesses"
 _HARNESS_NAME = re.compile(r"[a-z0-9][a-z0-9._-]*")
@@ -90,6 +99,77 @@ class EvidenceSpan:
 
 
 @dataclass(frozen=True)
+class ChoiceExpectation:
+    """One of several named alternatives is the answer ("which store ran in production?").
+
+    The first alternative the answer asserts (mentions outside a negated clause) is its
+    choice; a correct answer may still name the others afterwards ("SQLite, until the
+    cutover to PostgreSQL").
+    """
+
+    options: tuple[tuple[str, tuple[str, ...]], ...]  # (name, phrasings), in file order
+    answer: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"options": {name: list(phr) for name, phr in self.options}, "answer": self.answer}
+
+
+@dataclass(frozen=True)
+class ObligationExpectation:
+    """The true state of each promise at the task's as-of date.
+
+    `open` and `closed` are items (each a group of phrasings). `require` says which items a
+    correct answer must state with their true state: "open" (a list of what is open; closed
+    items may be left out, but never stated as open) or "all" (what was promised and what of
+    it is done). `unmarked` is how an item named without any state word is read: "open" for
+    an answer to "which are still open?", None when naming an item claims nothing.
+    """
+
+    open: tuple[tuple[str, ...], ...]
+    closed: tuple[tuple[str, ...], ...]
+    require: str = "open"
+    unmarked: str | None = "open"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"open": [list(g) for g in self.open], "closed": [list(g) for g in self.closed],
+                "require": self.require, "unmarked": self.unmarked}
+
+
+@dataclass(frozen=True)
+class Expectations:
+    """Typed expectations, for what a phrase list cannot decide. Every one present must hold.
+
+    `status`: the values a system's structured status field may take (checked when the
+    system reports one). `date`: ISO dates, at least one of which the answer must state.
+    `number`: values, at least one of which the answer must state. `choice` and
+    `obligations`: see their classes.
+    """
+
+    status: tuple[str, ...] = ()
+    date: tuple[str, ...] = ()
+    number: tuple[float, ...] = ()
+    choice: ChoiceExpectation | None = None
+    obligations: ObligationExpectation | None = None
+
+    def __bool__(self) -> bool:
+        return bool(self.status or self.date or self.number or self.choice or self.obligations)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if self.status:
+            out["status"] = list(self.status)
+        if self.date:
+            out["date"] = list(self.date)
+        if self.number:
+            out["number"] = [int(n) if float(n).is_integer() else n for n in self.number]
+        if self.choice is not None:
+            out["choice"] = self.choice.to_dict()
+        if self.obligations is not None:
+            out["obligations"] = self.obligations.to_dict()
+        return out
+
+
+@dataclass(frozen=True)
 class AnswerSpec:
     """What a correct answer must and must not say, and whether to abstain."""
 
@@ -103,6 +183,7 @@ class AnswerSpec:
     # name, and where it was found (resolved when the task file is loaded from disk).
     harness: str | None = None
     harness_dir: Path | None = field(default=None, compare=False)
+    expect: Expectations = field(default_factory=Expectations)
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -117,6 +198,8 @@ class AnswerSpec:
             out["evidence"] = [span.to_dict() for span in self.evidence]
         if self.harness is not None:
             out["harness"] = self.harness
+        if self.expect:
+            out["expect"] = self.expect.to_dict()
         return out
 
 
@@ -206,9 +289,10 @@ def parse_task_file(document: Any, origin: str | None = None) -> TaskSet:
     if unknown:
         raise TaskFileError(f"{where}: unknown top-level field '{unknown[0]}'")
     version = document.get("version")
-    if version != TASK_FILE_VERSION or isinstance(version, bool):
+    if version not in SUPPORTED_TASK_FILE_VERSIONS or isinstance(version, bool):
         raise TaskFileError(
-            f"{where}: field 'version' must be {TASK_FILE_VERSION}, got {version!r}"
+            f"{where}: field 'version' must be one of {list(SUPPORTED_TASK_FILE_VERSIONS)}, "
+            f"got {version!r}"
         )
     raw_tasks = document.get("tasks")
     if not isinstance(raw_tasks, list):
@@ -217,7 +301,7 @@ def parse_task_file(document: Any, origin: str | None = None) -> TaskSet:
     tasks: list[Task] = []
     first_index: dict[str, int] = {}
     for index, raw in enumerate(raw_tasks):
-        task = parse_task(raw, index)
+        task = parse_task(raw, index, version=version)
         if task.id in first_index:
             raise TaskFileError(
                 f"task '{task.id}': field 'id' duplicates task #{first_index[task.id]} "
@@ -225,7 +309,7 @@ def parse_task_file(document: Any, origin: str | None = None) -> TaskSet:
             )
         first_index[task.id] = index
         tasks.append(_with_harness(task, origin))
-    return TaskSet(tasks=tuple(tasks), version=TASK_FILE_VERSION, origin=origin)
+    return TaskSet(tasks=tuple(tasks), version=version, origin=origin)
 
 
 def _with_harness(task: Task, origin: str | None) -> Task:
@@ -246,7 +330,7 @@ def _with_harness(task: Task, origin: str | None) -> Task:
     return replace(task, answer=replace(task.answer, harness_dir=directory))
 
 
-def parse_task(raw: Any, index: int = 0) -> Task:
+def parse_task(raw: Any, index: int = 0, version: int = TASK_FILE_VERSION) -> Task:
     """Validate one task object; `index` is its position, used when it has no usable id."""
     if not isinstance(raw, dict):
         raise TaskFileError(f"task #{index}: must be an object, got {type(raw).__name__}")
@@ -274,6 +358,8 @@ def parse_task(raw: Any, index: int = 0) -> Task:
 
     expected_sources = _parse_sources(raw["expected_sources"], fail)
     answer = _parse_answer(raw["answer"], expected_sources, fail)
+    if version < 2 and answer.expect:
+        fail("answer.expect", "needs task-file version 2")
 
     if not answer.abstain and not expected_sources:
         fail("expected_sources", "may be empty only when answer.abstain is true")
@@ -391,11 +477,15 @@ def _parse_answer(value: Any, expected_sources: tuple[str, ...], fail: _Failer) 
         for position, raw in enumerate(_list_field(value, "evidence", fail))
     )
     harness = _parse_harness_name(value, fail)
-    if not abstain and not groups and not checks and harness is None:
+    expect = _parse_expect(value.get("expect", {}), fail)
+    if not abstain and not groups and not checks and harness is None and not expect:
         fail(
             "answer.must_include",
-            "needs at least one group when abstain is false and there are no artifact_checks",
+            "needs at least one group when abstain is false and there are no artifact_checks "
+            "or typed expectations",
         )
+    if abstain and expect:
+        fail("answer.expect", "cannot be set when answer.abstain is true")
     return AnswerSpec(
         must_include=tuple(groups),
         must_not_include=forbidden,
@@ -404,6 +494,7 @@ def _parse_answer(value: Any, expected_sources: tuple[str, ...], fail: _Failer) 
         artifact_checks=checks,
         evidence=evidence,
         harness=harness,
+        expect=expect,
     )
 
 
@@ -413,6 +504,93 @@ def _parse_harness_name(answer: Mapping[str, Any], fail: _Failer) -> str | None:
         fail("answer.harness",
              f"must name a folder under {HARNESS_FOLDER}/ like 'downstream-x'; got {name!r}")
     return name
+
+
+def _parse_expect(value: Any, fail: _Failer) -> Expectations:
+    name = "answer.expect"
+    if not isinstance(value, dict):
+        fail(name, "must be an object")
+    _check_keys(value, (), EXPECT_KINDS, fail, prefix=f"{name}.")
+    status: tuple[str, ...] = ()
+    if "status" in value:
+        status = _nonempty_strings(value["status"], f"{name}.status", fail)
+        bad = [s for s in status if s not in OUTCOME_STATUSES]
+        if bad:
+            fail(f"{name}.status", f"values must be among {', '.join(OUTCOME_STATUSES)}; "
+                 f"got {bad[0]!r}")
+    dates: tuple[str, ...] = ()
+    if "date" in value:
+        dates = _nonempty_strings(value["date"], f"{name}.date", fail)
+        for position, day in enumerate(dates):
+            if not _ISO_DATE.fullmatch(day):
+                fail(f"{name}.date[{position}]", f"must be an ISO date 'YYYY-MM-DD'; got {day!r}")
+            try:
+                date.fromisoformat(day)
+            except ValueError:
+                fail(f"{name}.date[{position}]", f"is not a real calendar date: {day!r}")
+    numbers: tuple[float, ...] = ()
+    if "number" in value:
+        raw = value["number"]
+        if not isinstance(raw, list) or not raw or any(
+            isinstance(n, bool) or not isinstance(n, int | float) for n in raw
+        ):
+            fail(f"{name}.number", "must be a non-empty list of numbers")
+        numbers = tuple(float(n) for n in raw)
+    choice = _parse_choice(value["choice"], fail) if "choice" in value else None
+    obligations = (
+        _parse_obligations(value["obligations"], fail) if "obligations" in value else None
+    )
+    return Expectations(status=status, date=dates, number=numbers, choice=choice,
+                        obligations=obligations)
+
+
+def _nonempty_strings(raw: Any, name: str, fail: _Failer) -> tuple[str, ...]:
+    if not isinstance(raw, list) or not raw:
+        fail(name, "must be a non-empty list of strings")
+    return _string_list(raw, name, fail)
+
+
+def _groups(raw: Any, name: str, fail: _Failer) -> tuple[tuple[str, ...], ...]:
+    if not isinstance(raw, list):
+        fail(name, "must be a list of groups (lists of phrasings)")
+    return tuple(_nonempty_strings(g, f"{name}[{i}]", fail) for i, g in enumerate(raw))
+
+
+def _parse_choice(raw: Any, fail: _Failer) -> ChoiceExpectation:
+    name = "answer.expect.choice"
+    if not isinstance(raw, dict):
+        fail(name, "must be an object with 'options' and 'answer'")
+    _check_keys(raw, ("options", "answer"), (), fail, prefix=f"{name}.")
+    options = raw["options"]
+    if not isinstance(options, dict) or len(options) < 2:
+        fail(f"{name}.options", "must map at least two option names to lists of phrasings")
+    parsed = tuple(
+        (option, _nonempty_strings(phrasings, f"{name}.options.{option}", fail))
+        for option, phrasings in options.items()
+    )
+    if raw["answer"] not in options:
+        fail(f"{name}.answer", f"must be one of the options {sorted(options)}; "
+             f"got {raw['answer']!r}")
+    return ChoiceExpectation(options=parsed, answer=raw["answer"])
+
+
+def _parse_obligations(raw: Any, fail: _Failer) -> ObligationExpectation:
+    name = "answer.expect.obligations"
+    if not isinstance(raw, dict):
+        fail(name, "must be an object")
+    _check_keys(raw, ("open", "closed"), ("require", "unmarked"), fail, prefix=f"{name}.")
+    open_items = _groups(raw["open"], f"{name}.open", fail)
+    closed_items = _groups(raw["closed"], f"{name}.closed", fail)
+    require = raw.get("require", "open")
+    if require not in OBLIGATION_REQUIRE:
+        fail(f"{name}.require", f"must be one of {', '.join(OBLIGATION_REQUIRE)}; got {require!r}")
+    unmarked = raw.get("unmarked", "open")
+    if unmarked not in ("open", None):
+        fail(f"{name}.unmarked", f"must be 'open' or null; got {unmarked!r}")
+    if not open_items and not closed_items:
+        fail(name, "needs at least one open or closed item")
+    return ObligationExpectation(open=open_items, closed=closed_items, require=require,
+                                 unmarked=unmarked)
 
 
 def _list_field(obj: Mapping[str, Any], key: str, fail: _Failer) -> list[Any]:

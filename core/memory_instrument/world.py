@@ -26,6 +26,8 @@ from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
 
+from .tasks import TASK_FILE_VERSION
+
 MIN_DOCS = 20
 MAX_DOCS = 100_000
 FILE_TYPES: tuple[str, ...] = ("md", "txt", "log", "yaml", "json", "toml", "py")
@@ -784,9 +786,12 @@ def _task(ident: str, qtype: str, query: str, as_of: date | None, sources: list[
           must: list[list[str]], *, must_not: Iterable[str] = (), abstain: bool = False,
           negative: bool = False, evidence: Iterable[tuple[str, str]] = (),
           checks: list[dict[str, Any]] | None = None,
-          metadata: dict[str, Any] | None = None, harness: str | None = None) -> dict[str, Any]:
+          metadata: dict[str, Any] | None = None, harness: str | None = None,
+          expect: dict[str, Any] | None = None) -> dict[str, Any]:
     answer: dict[str, Any] = {"must_include": must, "must_not_include": list(must_not),
                               "abstain": abstain, "evidenced_negative": negative}
+    if expect:
+        answer["expect"] = expect
     if checks:
         answer["artifact_checks"] = checks
     if harness:
@@ -797,6 +802,18 @@ def _task(ident: str, qtype: str, query: str, as_of: date | None, sources: list[
     return {"id": ident, "question_type": qtype, "query": query,
             "as_of": as_of.isoformat() if as_of else None, "expected_sources": sources,
             "answer": answer, "metadata": dict(metadata or {})}
+
+
+# A kept promise may be labelled done, or decided (adopted and in force); open, proposed or
+# rejected would contradict it.
+DELIVERED_STATUSES = ["done", "decided"]
+
+
+def _choice(answer: str, *alternatives: str) -> dict[str, Any]:
+    """A typed `choice` between technologies (by name or slug); `answer` is the right one."""
+    names = list(dict.fromkeys([answer, *alternatives]))
+    return {"choice": {"options": {_slug(t): sorted({t.lower(), _slug(t)}) for t in names},
+                       "answer": _slug(answer)}}
 
 
 def _first_line_with(text: str, needle: str) -> str:
@@ -841,7 +858,9 @@ class _TaskMaker:
                            f"What did we settle on as the {a.name} of the {d.topic}?",
                            f"What is the {d.topic}'s {a.name}?"),
                     end, [final.adr.path], [[final.tech]],
-                    evidence=[(final.adr.path, f"backend: {_slug(final.tech)}")]))
+                    evidence=[(final.adr.path, f"backend: {_slug(final.tech)}")],
+                    expect=_choice(final.tech, *sorted(
+                        {x.tech for x in self._chain(d)} | {d.old_tech}))))
                 stale = sorted(({x.tech for x in self._chain(d)} | {d.old_tech}) - {final.tech})
                 checks: list[dict[str, Any]] = [
                     {"check": "parses", "format": "yaml"},
@@ -877,14 +896,16 @@ class _TaskMaker:
                 out["temporal"].append(_task(
                     f"temporal-{tag}-before-cutover", "temporal", question, between,
                     [d.adr.path], [[d.old_tech]],
-                    evidence=[(d.adr.path, _first_line_with(adr_text, "Production keeps running"))]))
+                    evidence=[(d.adr.path, _first_line_with(adr_text, "Production keeps running"))],
+                    expect=_choice(d.old_tech, d.tech)))
                 assert d.deploy_log is not None
                 after = d.cutover + timedelta(days=1)
                 if not d.superseded_by or d.superseded_by.day > after:
                     out["temporal"].append(_task(
                         f"temporal-{tag}-after-cutover", "temporal", question, after,
                         [d.deploy_log.path], [[_slug(d.tech)]],
-                        evidence=[(d.deploy_log.path, "cutover=true")]))
+                        evidence=[(d.deploy_log.path, "cutover=true")],
+                        expect=_choice(d.tech, d.old_tech)))
             if d.supersedes:
                 base = d.supersedes
                 settled = base.cutover or base.day
@@ -894,11 +915,13 @@ class _TaskMaker:
                 out["temporal"].append(_task(
                     f"temporal-{tag}-before-supersession", "temporal", question, before,
                     [base.adr.path], [[base.tech]],
-                    evidence=[(base.adr.path, f"backend: {_slug(base.tech)}")]))
+                    evidence=[(base.adr.path, f"backend: {_slug(base.tech)}")],
+                    expect=_choice(base.tech, d.tech)))
                 out["temporal"].append(_task(
                     f"temporal-{tag}-after-supersession", "temporal", question,
                     d.day + timedelta(days=1), [d.adr.path], [[d.tech]],
-                    evidence=[(d.adr.path, f"Supersedes: ADR-{base.adr.number:04d}")]))
+                    evidence=[(d.adr.path, f"Supersedes: ADR-{base.adr.number:04d}")],
+                    expect=_choice(d.tech, base.tech)))
         for p in self.proposals:
             a, tag = p.aspect, f"p{p.ident:04d}"
             out["outcome"].append(_task(
@@ -906,9 +929,11 @@ class _TaskMaker:
                 self.v(f"Did the {p.topic} adopt {p.tech} as its {a.name}?",
                        f"Is {p.tech} in use as the {a.name} of the {p.topic}?",
                        f"Did we go ahead with {p.tech} for the {p.topic}?"),
-                self.b.end, [p.adr.path], [["rejected", "not adopted", "do not adopt"]],
-                negative=True,
-                evidence=[(p.adr.path, f"We do not adopt {p.tech}.")]))
+                self.b.end, [p.adr.path],
+                [["rejected", "not adopted", "do not adopt", "did not adopt", "not in use", "no"]],
+                must_not=["yes"], negative=True,
+                evidence=[(p.adr.path, f"We do not adopt {p.tech}.")],
+                expect={"status": ["rejected"]}))
             out["locate"].append(_task(
                 f"locate-{tag}-proposal", "locate",
                 self.v(f"Where was {p.tech} first proposed for the {p.topic}?",
@@ -926,7 +951,8 @@ class _TaskMaker:
             out["temporal"].append(_task(
                 f"temporal-{tag}-pending", "temporal", question,
                 p.proposal_session.day + timedelta(days=1), [p.proposal_session.path],
-                [["not decided", "proposed", "undecided"]]))
+                [["not decided", "proposed", "undecided"]], must_not=["rejected", "adopted"],
+                expect={"status": ["proposed", "open"]}))
             out["temporal"].append(_task(
                 f"temporal-{tag}-judged", "temporal", question, p.judgement_session.day,
                 [p.judgement_session.path], [["unnecessary"], ["not yet", "not formally"]]))
@@ -942,24 +968,30 @@ class _TaskMaker:
                 out["obligations"].append(_task(
                     f"obligations-{tag}-open", "obligations", question, open_day,
                     [o.decision.session.path], [["not yet", "still open", "open"]],
-                    evidence=[(o.decision.session.path, f"- [ ] {o.owner}: {o.action}")]))
+                    must_not=["yes"],
+                    evidence=[(o.decision.session.path, f"- [ ] {o.owner}: {o.action}")],
+                    expect={"status": ["open"]}))
             if o.closed and o.closure:
                 out["obligations"].append(_task(
                     f"obligations-{tag}-closed", "obligations", question,
                     o.closed + timedelta(days=2), [o.closure.path],
-                    [["done", "closed", "yes"], [o.closed.isoformat(), _long_date(o.closed)]],
-                    evidence=[(o.closure.path, f"- [x] {o.owner}: {o.action}")]))
+                    [["done", "closed", "yes"]],
+                    evidence=[(o.closure.path, f"- [x] {o.owner}: {o.action}")],
+                    expect={"date": [o.closed.isoformat()], "status": DELIVERED_STATUSES}))
         for topic, items in by_topic.items():
             as_of = max(o.opened for o in items) + timedelta(days=5)
             still_open = [o for o in items if o.closed is None or o.closed > as_of]
+            closed = [o for o in items if o.closed is not None and o.closed <= as_of]
             if not still_open:
                 continue
             out["obligations"].append(_task(
                 f"obligations-{_slug(topic)}-open-list", "obligations",
                 self.v(f"Which promises made for the {topic} were still open?",
                        f"What follow-ups for the {topic} remained unfinished?"),
-                as_of, sorted({o.decision.session.path for o in still_open}),
-                [[o.action] for o in still_open]))
+                as_of, sorted({o.decision.session.path for o in still_open}), [],
+                expect={"obligations": {"open": [[o.action] for o in still_open],
+                                        "closed": [[o.action] for o in closed],
+                                        "require": "open", "unmarked": "open"}}))
         for index, (subject, term) in enumerate(ABSENT_SUBJECTS):
             qtype, query, as_of = [
                 ("outcome", f"What did we decide about {subject}?", None),
@@ -1143,7 +1175,7 @@ def generate_world(params: WorldParams, out_dir: str | Path) -> WorldManifest:
     ledger_path.write_bytes(ledger_md.encode("utf-8"))
     ledger_json_path.write_bytes(
         (json.dumps(ledger_data, indent=1, ensure_ascii=False) + "\n").encode("utf-8"))
-    tasks_path.write_bytes((json.dumps({"version": 1, "tasks": tasks}, indent=1,
+    tasks_path.write_bytes((json.dumps({"version": TASK_FILE_VERSION, "tasks": tasks}, indent=1,
                                        ensure_ascii=False) + "\n").encode("utf-8"))
     return WorldManifest(
         root=root, history_dir=history, ledger_path=ledger_path,
@@ -1255,11 +1287,19 @@ def find_ledger_date_mismatches(ledger_path: str | Path, corpus_root: str | Path
     return problems
 
 
+def _absence_core(phrase: str) -> str:
+    """'lock errors' for 'no lock errors'; a phrase that states no absence gives itself."""
+    head, _, rest = _normalise(phrase).partition(" ")
+    return rest if head in ("no", "zero", "0", "without") and rest else _normalise(phrase)
+
+
 def find_unsupported_phrasings(tasks: Iterable[Any], corpus_root: str | Path) -> list[str]:
     """must_include groups with no phrasing present in the task's expected sources.
 
     A group is supported when at least one of its phrasings occurs (case-insensitive,
-    whitespace-normalised) in the concatenation of the expected sources' ids and texts.
+    whitespace-normalised) in the concatenation of the expected sources' ids and texts;
+    a phrasing that states an absence ("no lock errors") is supported by what it says is
+    absent ("lock errors", e.g. a table column that reads 0).
     Abstentions have no sources and are skipped. Accepts loaded `Task` objects or dicts.
     """
     root = Path(corpus_root)
@@ -1280,7 +1320,8 @@ def find_unsupported_phrasings(tasks: Iterable[Any], corpus_root: str | Path) ->
             parts.append(path.read_text(encoding="utf-8") if path.is_file() else "")
         haystack = _normalise("\n".join(parts))
         for position, group in enumerate(groups):
-            if not any(_normalise(phrase) in haystack for phrase in group):
+            if not any(_normalise(phrase) in haystack or _absence_core(phrase) in haystack
+                       for phrase in group):
                 problems.append(f"task '{ident}': must_include[{position}] {list(group)!r} "
                                 "is not supported by its expected sources")
     return problems

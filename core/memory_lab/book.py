@@ -43,6 +43,26 @@ class BookError(ValueError):
     """Bad input: an unknown profile or notebook, a parameter a notebook does not declare."""
 
 
+class DirtyTreeError(BookError):
+    """Publishing from a tree with uncommitted changes: the published runs would name a
+    code version (`<sha>-dirty`) nobody can check out. The CLI exits 2 on it."""
+
+
+def refuse_dirty_tree(repo: Path) -> None:
+    """Raise DirtyTreeError when tracked files of `repo` differ from its last commit."""
+    try:
+        status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
+                                cwd=repo, capture_output=True, text=True, timeout=30, check=False)
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise DirtyTreeError(f"cannot tell whether {repo} is clean ({exc}); publish refused") from exc
+    if status.returncode != 0:
+        raise DirtyTreeError(f"{repo} is not a git checkout; publish needs a committed tree")
+    changed = status.stdout.splitlines()
+    if changed:
+        raise DirtyTreeError(f"publish needs a clean tree: {len(changed)} tracked file(s) have "
+                             f"uncommitted changes (first: {changed[0][3:]}); commit them first")
+
+
 class BookBuildFailed(RuntimeError):
     """A chapter raised while executing, or Jupyter Book reported a warning or an error."""
 
@@ -105,7 +125,9 @@ def publish(profile: str = "full", repo: Path = REPO_ROOT) -> Path:
     (per `_execution.json`) and every run directory a caption names exists: the
     published book must be one profile's run, with its evidence next to it. Run
     directories keep their repository-relative paths under `book/published/`.
+    A tree with uncommitted changes is refused (DirtyTreeError).
     """
+    refuse_dirty_tree(repo)
     executed = chapters_dir(repo)
     log_path = executed / EXECUTION_LOG
     log = json.loads(log_path.read_text(encoding="utf-8")) if log_path.is_file() else {}
@@ -264,6 +286,8 @@ def book(
     parameters, and for how long. `published=True` builds from `book/published/`
     instead (no execution); `publish_after=True` publishes the chapters once built.
     """
+    if publish_after:
+        refuse_dirty_tree(repo)  # before hours of execution, not after
     if published:
         if only is not None or publish_after:
             raise BookError("--from-published builds the committed chapters; it takes no --only or --publish")
