@@ -326,16 +326,15 @@ def table_html(frame: Any, digits: int = 3) -> str:
     """A DataFrame as an HTML table that scrolls sideways instead of being clipped.
 
     `Styler.format` shows floats with `digits` decimals, integers and text as they
-    are, and a missing value as "–"; a plain 0..n-1 index is not shown. Styler's
-    random ids and style block are left out (`exclude_styles`), so the same table
-    renders to the same HTML (nbval compares the executed notebooks output by
-    output); the book's stylesheet (`_static/tables.css`) styles the wrapper.
+    are, and a missing value as "–". A named index (the rows of a pivot) becomes the
+    leading columns, so the table has one header row; a plain 0..n-1 index is not
+    shown. Styler's random ids and style block are left out (`exclude_styles`), so
+    the same table renders to the same HTML (nbval compares the executed notebooks
+    output by output); the book's stylesheet (`_static/tables.css`) styles the wrapper.
     """
-    import pandas as pd
-
-    styler = frame.style.format(precision=digits, na_rep="–", escape="html")
-    if isinstance(frame.index, pd.RangeIndex):
-        styler = styler.hide(axis="index")
+    if any(name is not None for name in frame.index.names):
+        frame = frame.reset_index()
+    styler = frame.style.format(precision=digits, na_rep="–", escape="html").hide(axis="index")
     return f'<div class="memory-table-scroll">\n{styler.to_html(exclude_styles=True)}</div>'
 
 
