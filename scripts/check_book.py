@@ -49,7 +49,9 @@ INSPECT = """JSON.stringify({
   captions: document.body ? document.body.innerText.includes('Source: run') : false,
   tables: document.querySelectorAll('table').length,
   visibleCode: Array.from(document.querySelectorAll('.cell_input'))
-    .filter(e => e.getClientRects().length > 0).length,
+    // checkVisibility: false inside a closed <details> (whose content Chromium lays out unrendered)
+    .filter(e => e.checkVisibility ? e.checkVisibility({visibilityProperty: true})
+                                   : e.getClientRects().length > 0).length,
   clippedTables: Array.from(document.querySelectorAll('article table')).filter(t => {
     for (let e = t.parentElement; e && e !== document.body; e = e.parentElement) {
       const overflow = getComputedStyle(e).overflowX;
@@ -128,6 +130,10 @@ async def check_page(tools: DevTools, page: Path, html_root: Path,
     try:
         for domain in ("Page", "Runtime", "Network"):
             await tools.call(f"{domain}.enable", session=session)
+        if screenshot is not None:   # lay the page out at the screenshot's width from the start
+            await tools.call("Emulation.setDeviceMetricsOverride", {
+                "width": SCREEN_WIDTH, "height": 900, "deviceScaleFactor": 1, "mobile": False},
+                session=session)
         await tools.call("Page.navigate", {"url": page.as_uri()}, session=session)
         if not await tools.wait_for("Page.loadEventFired", session):
             return [f"no load event within {PAGE_TIMEOUT:.0f} s"]
@@ -165,17 +171,15 @@ async def check_page(tools: DevTools, page: Path, html_root: Path,
 
 
 async def save_screenshot(tools: DevTools, session: str, path: Path) -> None:
-    """A full-page PNG of the loaded page, SCREEN_WIDTH pixels wide."""
+    """A full-page PNG of the loaded page (laid out SCREEN_WIDTH pixels wide), scrolled to the top."""
     import base64
 
-    await tools.call("Emulation.setDeviceMetricsOverride", {"width": SCREEN_WIDTH, "height": 900,
-                                                             "deviceScaleFactor": 1, "mobile": False},
-                     session=session)
+    await tools.call("Runtime.evaluate", {"expression": "window.scrollTo(0, 0)"}, session=session)
     metrics = await tools.call("Page.getLayoutMetrics", session=session)
     height = int(metrics["cssContentSize"]["height"])
-    shot = await tools.call("Page.captureScreenshot", {
-        "format": "png", "captureBeyondViewport": True,
-        "clip": {"x": 0, "y": 0, "width": SCREEN_WIDTH, "height": height, "scale": 1}}, session=session)
+    await tools.call("Emulation.setDeviceMetricsOverride", {
+        "width": SCREEN_WIDTH, "height": height, "deviceScaleFactor": 1, "mobile": False}, session=session)
+    shot = await tools.call("Page.captureScreenshot", {"format": "png"}, session=session)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(base64.b64decode(shot["data"]))
 
