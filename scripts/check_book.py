@@ -5,9 +5,14 @@ aside) the check loads the page through the DevTools protocol and fails when:
 the page does not fire its load event, a script throws, a local resource fails
 to load, an `<img>` did not decode (missing file or broken data), or a chapter
 page has no figure image. Chapter pages must also name a run directory in a
-caption ("Source: run").
+caption ("Source: run"), show no code until a toggle is opened (every code cell's
+input folded), and show every table whole: a table wider than the page must sit
+in a container that scrolls sideways, not run past the page's edge.
 
-Usage: .venv/bin/python scripts/check_book.py [_build/html] [--chromium PATH]
+`--screenshots DIR` also saves a full-page PNG of every chapter page (1280 pixels
+wide) there.
+
+Usage: .venv/bin/python scripts/check_book.py [_build/html] [--chromium PATH] [--screenshots DIR]
 Exit code 0 when every page passes, 1 otherwise; one line per page.
 
 Chromium is started with the flags CI uses and a throwaway profile; the DevTools
@@ -43,7 +48,20 @@ INSPECT = """JSON.stringify({
   text: document.body ? document.body.innerText.length : 0,
   captions: document.body ? document.body.innerText.includes('Source: run') : false,
   tables: document.querySelectorAll('table').length,
+  visibleCode: Array.from(document.querySelectorAll('.cell_input'))
+    // checkVisibility: false inside a closed <details> (whose content Chromium lays out unrendered)
+    .filter(e => e.checkVisibility ? e.checkVisibility({visibilityProperty: true})
+                                   : e.getClientRects().length > 0).length,
+  clippedTables: Array.from(document.querySelectorAll('article table')).filter(t => {
+    for (let e = t.parentElement; e && e !== document.body; e = e.parentElement) {
+      const overflow = getComputedStyle(e).overflowX;
+      if (overflow === 'auto' || overflow === 'scroll') return false;
+    }
+    const page = (t.closest('article') || document.body).getBoundingClientRect();
+    return t.getBoundingClientRect().right > page.right + 1;
+  }).length,
 })"""
+SCREEN_WIDTH = 1280
 
 
 class DevTools:
@@ -102,7 +120,8 @@ def redirect_target(page: Path) -> Path | None:
     return (page.parent / match.group(1)).resolve() if match else None
 
 
-async def check_page(tools: DevTools, page: Path, html_root: Path) -> list[str]:
+async def check_page(tools: DevTools, page: Path, html_root: Path,
+                     screenshot: Path | None = None) -> list[str]:
     target = await tools.call("Target.createTarget", {"url": "about:blank"})
     attached = await tools.call("Target.attachToTarget", {"targetId": target["targetId"], "flatten": True})
     session = attached["sessionId"]
@@ -111,6 +130,10 @@ async def check_page(tools: DevTools, page: Path, html_root: Path) -> list[str]:
     try:
         for domain in ("Page", "Runtime", "Network"):
             await tools.call(f"{domain}.enable", session=session)
+        if screenshot is not None:   # lay the page out at the screenshot's width from the start
+            await tools.call("Emulation.setDeviceMetricsOverride", {
+                "width": SCREEN_WIDTH, "height": 900, "deviceScaleFactor": 1, "mobile": False},
+                session=session)
         await tools.call("Page.navigate", {"url": page.as_uri()}, session=session)
         if not await tools.wait_for("Page.loadEventFired", session):
             return [f"no load event within {PAGE_TIMEOUT:.0f} s"]
@@ -136,12 +159,32 @@ async def check_page(tools: DevTools, page: Path, html_root: Path) -> list[str]:
                 problems.append("chapter page without a rendered table")
             if not facts["captions"]:
                 problems.append("chapter page names no run directory (no 'Source: run' caption)")
+            if facts["visibleCode"]:
+                problems.append(f"{facts['visibleCode']} code cells shown without a toggle")
+            if facts["clippedTables"]:
+                problems.append(f"{facts['clippedTables']} tables run past the page's edge")
+            if screenshot is not None:
+                await save_screenshot(tools, session, screenshot)
     finally:
         await tools.call("Target.closeTarget", {"targetId": target["targetId"]})
     return problems
 
 
-async def check_book(html_root: Path, chromium: str) -> int:
+async def save_screenshot(tools: DevTools, session: str, path: Path) -> None:
+    """A full-page PNG of the loaded page (laid out SCREEN_WIDTH pixels wide), scrolled to the top."""
+    import base64
+
+    await tools.call("Runtime.evaluate", {"expression": "window.scrollTo(0, 0)"}, session=session)
+    metrics = await tools.call("Page.getLayoutMetrics", session=session)
+    height = int(metrics["cssContentSize"]["height"])
+    await tools.call("Emulation.setDeviceMetricsOverride", {
+        "width": SCREEN_WIDTH, "height": height, "deviceScaleFactor": 1, "mobile": False}, session=session)
+    shot = await tools.call("Page.captureScreenshot", {"format": "png"}, session=session)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(base64.b64decode(shot["data"]))
+
+
+async def check_book(html_root: Path, chromium: str, screenshots: Path | None = None) -> int:
     pages = pages_of(html_root)
     if not pages:
         print(f"no pages under {html_root}", file=sys.stderr)
@@ -166,7 +209,10 @@ async def check_book(html_root: Path, chromium: str) -> int:
             if target is not None:
                 problems = [] if target.is_file() else [f"redirects to a missing page {target}"]
             else:
-                problems = await check_page(tools, page, html_root)
+                shot = (screenshots / f"{page.stem}.png"
+                        if screenshots is not None and "chapters" in page.relative_to(html_root).parts
+                        else None)
+                problems = await check_page(tools, page, html_root, shot)
             if problems:
                 failures += 1
                 print(f"FAIL {name}: " + "; ".join(dict.fromkeys(problems)))
@@ -187,12 +233,14 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("html_root", nargs="?", default="_build/html")
     parser.add_argument("--chromium", default=shutil.which("chromium") or "chromium")
+    parser.add_argument("--screenshots", type=Path, default=None,
+                        help="save a full-page PNG of every chapter page in this folder")
     args = parser.parse_args()
     root = Path(args.html_root).resolve()
     if not (root / "index.html").is_file():
         print(f"{root}/index.html is missing: build the book first (memory-baseline book)", file=sys.stderr)
         return 1
-    return asyncio.run(check_book(root, args.chromium))
+    return asyncio.run(check_book(root, args.chromium, args.screenshots))
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
-"""The book: clean parameterised notebooks, a consistent table of contents and profiles,
-chapter 1 executing through Papermill, and the measures the chapters rely on."""
+"""The book: chapters as MyST notebooks built from the very files JupyterLab saves, a consistent
+table of contents and profiles, tables as scrolling DataFrames, chapter 1 executing through
+Papermill, and the measures the chapters rely on."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import json
 import subprocess
 from pathlib import Path
 
+import jupytext
 import nbformat
 import pytest
 import yaml
@@ -29,32 +31,112 @@ def test_there_are_nine_chapters():
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
-def test_notebook_has_title_then_parameters_cell_and_no_outputs(path):
-    notebook = nbformat.read(path, as_version=4)
+def test_chapter_is_a_myst_notebook_with_title_parameters_and_one_setup_call(path):
+    """Each chapter is jupytext MyST Markdown that reads as a notebook: a title, then the
+    `parameters` cell, then the setup cell calling the one shared helper; no outputs."""
+    assert jupytext.formats.guess_format(path.read_text(encoding="utf-8"), ".md")[0] == "myst"
+    notebook = book.read_chapter(path, REPO)
     nbformat.validate(notebook)
     assert notebook.cells[0].cell_type == "markdown" and notebook.cells[0].source.startswith("# ")
     assert "parameters" in _tags(notebook.cells[1]), "the cell after the title must be `parameters`"
     assert sum("parameters" in _tags(c) for c in notebook.cells) == 1
+    assert "PARAMETERS, conn = chapter.setup(globals())" in notebook.cells[2].source
     assert notebook.metadata.kernelspec.name == book.KERNEL_NAME
     for cell in notebook.cells:
         if cell.cell_type == "code":
-            assert cell.outputs == [] and cell.execution_count is None, f"outputs committed in {path.name}"
-    declared = book.declared_parameters(path)
-    assert "runs_root" in declared
+            assert cell.outputs == [] and cell.execution_count is None
+    assert "runs_root" in book.declared_parameters(path)
 
 
-def test_notebooks_match_their_generator(tmp_path):
-    """The .ipynb files are generated; an edit made only in the notebook would be lost."""
-    import importlib.util
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_chapter_is_the_file_jupyterlab_saves(path):
+    """What jupytext writes when JupyterLab saves the notebook is the committed file itself,
+    byte for byte: there is no generator or second copy for an edit to be lost in."""
+    text = path.read_text(encoding="utf-8")
+    assert jupytext.writes(jupytext.reads(text, fmt="md:myst"), fmt="md:myst") == text
 
-    generator = REPO / "notebooks" / "_build_notebooks.py"
-    spec = importlib.util.spec_from_file_location("build_notebooks", generator)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    for generated in module.build(tmp_path):
-        committed = REPO / "notebooks" / generated.name
-        assert generated.read_text(encoding="utf-8") == committed.read_text(encoding="utf-8"), (
-            f"{committed.name} differs from notebooks/_build_notebooks.py: rerun the generator")
+
+def test_the_build_executes_the_chapter_file_itself(tmp_path):
+    """The notebook Papermill runs is converted from the committed Markdown at build time and
+    names it: its path and SHA-256 travel into the executed chapter's metadata."""
+    source = NOTEBOOKS[0]
+    converted = book.convert_chapter(source, tmp_path / "01.ipynb", REPO)
+    notebook = nbformat.read(converted, as_version=4)
+    assert notebook.metadata.memory_lab == {"source": "notebooks/01_ingest.md",
+                                            "sha256": book.source_digest(source)}
+    assert [c.source for c in notebook.cells] == [c.source for c in jupytext.read(source).cells]
+    assert [c.id for c in notebook.cells][:3] == ["01-00", "01-01", "01-02"]
+    assert "jupytext" not in notebook.metadata
+    assert not list((REPO / "notebooks").glob("*.ipynb")), "no .ipynb copies of the chapters"
+    assert not (REPO / "notebooks" / "_build_notebooks.py").exists()
+
+
+def test_a_file_that_is_not_a_chapter_is_refused(tmp_path):
+    text = NOTEBOOKS[0].read_text(encoding="utf-8").replace(":tags: [parameters]\n", "")
+    (tmp_path / "01_x.md").write_text(text, encoding="utf-8")
+    with pytest.raises(book.BookError, match="exactly one code cell tagged `parameters`"):
+        book.read_chapter(tmp_path / "01_x.md", tmp_path)
+    other = NOTEBOOKS[0].read_text(encoding="utf-8").replace("name: memory-baseline", "name: python3")
+    (tmp_path / "02_x.md").write_text(other, encoding="utf-8")
+    with pytest.raises(book.BookError, match="kernelspec"):
+        book.read_chapter(tmp_path / "02_x.md", tmp_path)
+
+
+def test_every_code_cell_is_folded_in_the_book_unless_removed(tmp_path):
+    notebook = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_markdown_cell("# t"), nbformat.v4.new_code_cell("x = 1"),
+        nbformat.v4.new_code_cell("y = 2", metadata={"tags": ["remove-input"]}),
+        nbformat.v4.new_code_cell("z = 3", metadata={"tags": ["parameters"]})])
+    path = tmp_path / "n.ipynb"
+    nbformat.write(notebook, path)
+    book.hide_inputs(path)
+    tags = [_tags(c) for c in nbformat.read(path, as_version=4).cells]
+    assert tags == [[], ["hide-input"], ["remove-input"], ["parameters", "hide-input"]]
+
+
+def test_the_book_root_comes_from_the_working_directory_not_the_install(tmp_path, monkeypatch):
+    from memory_lab import paths
+
+    root = tmp_path / "mybook"
+    (root / "book" / "chapters").mkdir(parents=True)
+    for marker in paths.BOOK_MARKERS:
+        (root / marker).write_text("", encoding="utf-8")
+    monkeypatch.delenv(paths.ROOT_ENV, raising=False)
+    monkeypatch.chdir(root / "book" / "chapters")
+    assert paths.project_root() == root.resolve()
+    assert experiments.repo_path("fixtures/history") == root.resolve() / "fixtures" / "history"
+    assert experiments.display_path(root / "runs" / "x") == "runs/x"
+    assert book.chapters_dir() == root.resolve() / "book" / "chapters"
+    monkeypatch.chdir(tmp_path)
+    assert paths.project_root() == tmp_path.resolve()     # no book above: the working directory
+    with pytest.raises(book.BookError, match="not a book root"):
+        book.book("smoke", execute=False, build=False)
+    monkeypatch.setenv(paths.ROOT_ENV, str(root))
+    assert paths.project_root() == root.resolve()
+
+
+def test_tables_are_dataframes_pivoted_formatted_and_scrolling():
+    rows = [{"condition": "hybrid", "question_type": "locate", "pass_rate": 0.5, "n": 4},
+            {"condition": "hybrid", "question_type": "all", "pass_rate": 0.25, "n": 8},
+            {"condition": "lexical", "question_type": "temporal", "pass_rate": 1.0, "n": 2},
+            {"condition": "lexical", "question_type": "locate", "pass_rate": None, "n": None}]
+    frame = experiments.table_frame(rows)
+    assert list(frame.columns) == ["condition", "question_type", "pass_rate", "n"]
+    assert frame["n"].tolist() == [4, 8, 2, None]          # integers stay integers, gaps stay None
+    wide = experiments.pivot(rows, index="condition", columns="question_type", values="pass_rate",
+                             row_order=["no-memory", "lexical", "hybrid"], column_order=["temporal"])
+    assert list(wide.columns) == ["temporal", "locate", "all"]
+    assert wide.loc["hybrid"].tolist() == [None, 0.5, 0.25]
+    assert wide.loc["no-memory"].tolist() == [None, None, None]
+    html = experiments.table_html(wide)
+    assert html.startswith('<div class="memory-table-scroll">')
+    assert ">0.500<" in html and ">–<" in html and ">hybrid<" in html and "id=" not in html
+    assert experiments.table_html(frame) == experiments.table_html(experiments.table_frame(rows))
+    assert ">4<" in experiments.table_html(frame) and ">0<" not in experiments.table_html(frame)
+    with pytest.raises(ValueError):
+        experiments.pivot(rows + [rows[0]], index="condition", columns="question_type", values="pass_rate")
+    css = (REPO / "_static" / "tables.css").read_text(encoding="utf-8")
+    assert ".memory-table-scroll" in css and "overflow-x: auto" in css
 
 
 def test_every_notebook_and_page_is_in_the_toc():
@@ -92,10 +174,13 @@ def test_chapter_one_executes_with_smoke_parameters(tmp_path, index_name):
     parameters = book.parameters_for(NOTEBOOKS[0], settings)
     runs_root = tmp_path / "runs"
     parameters.update(index_name=index_name, runs_root=str(runs_root))
-    output = tmp_path / "out" / NOTEBOOKS[0].name
-    book.execute_notebook(NOTEBOOKS[0], output, parameters, progress=False)
+    source = book.convert_chapter(NOTEBOOKS[0], tmp_path / "in" / "01_ingest.ipynb", REPO)
+    output = tmp_path / "out" / "01_ingest.ipynb"
+    book.execute_notebook(source, output, parameters, progress=False, repo=REPO)
 
     executed = nbformat.read(output, as_version=4)
+    assert executed.metadata.memory_lab["sha256"] == book.source_digest(NOTEBOOKS[0])
+    assert all("hide-input" in _tags(c) for c in executed.cells if c.cell_type == "code")
     outputs = [o for c in executed.cells if c.cell_type == "code" for o in c.outputs]
     assert not [o for o in outputs if o.output_type == "error"]
     assert any("image/png" in o.get("data", {}) for o in outputs), "no figure was produced"
@@ -105,6 +190,8 @@ def test_chapter_one_executes_with_smoke_parameters(tmp_path, index_name):
     assert manifest["parameters"]["index_name"] == index_name
     markdown = "".join(o["data"].get("text/markdown", "") for o in outputs if "data" in o)
     assert f"Source: run `{run_dir.resolve()}`" in markdown, "captions must name the run directory"
+    tables = [o["data"]["text/html"] for o in outputs if "text/html" in o.get("data", {})]
+    assert tables and all(t.startswith('<div class="memory-table-scroll">') for t in tables)
 
 
 # -- the measures behind the chapters ---------------------------------------------------------
@@ -187,10 +274,10 @@ def _fake_repo(tmp_path: Path, profile: str, caption_run: str) -> Path:
     entries = {}
     for source in NOTEBOOKS:
         (repo / "notebooks" / source.name).write_bytes(source.read_bytes())
-        executed = nbformat.read(source, as_version=4)
+        executed = book.read_chapter(source, REPO)
         executed.cells.append(nbformat.v4.new_markdown_cell(f"*Figure: x. Source: run `{caption_run}` "
                                                             "(`manifest.json` there).*"))
-        nbformat.write(executed, chapters / source.name)
+        nbformat.write(executed, chapters / f"{source.stem}.ipynb")
         entries[source.stem] = {"profile": profile, "seconds": 1.0, "parameters": {}}
     (chapters / book.EXECUTION_LOG).write_text(json.dumps({"chapters": entries}), encoding="utf-8")
     _commit_all(repo)
@@ -230,7 +317,10 @@ def test_publish_copies_chapters_and_the_runs_they_name_then_installs_them(tmp_p
     for notebook in book.chapters_dir(repo).glob("*.ipynb"):
         notebook.unlink()
     installed = book.install_published(repo)
-    assert [p.name for p in installed] == [p.name for p in NOTEBOOKS]
+    assert [p.stem for p in installed] == [p.stem for p in NOTEBOOKS]
+    assert all(p.suffix == ".ipynb" for p in installed)
+    folded = nbformat.read(installed[0], as_version=4)
+    assert all("hide-input" in _tags(c) for c in folded.cells if c.cell_type == "code")
 
 
 def test_publish_refuses_a_mixed_or_smoke_book(tmp_path):
@@ -251,7 +341,7 @@ def test_published_book_is_one_full_run_with_its_evidence():
     assert log["profile"] == "full"
     assert sorted(log["chapters"]) == [p.stem for p in NOTEBOOKS]
     for source in NOTEBOOKS:
-        executed = PUBLISHED / source.name
+        executed = PUBLISHED / f"{source.stem}.ipynb"
         notebook = nbformat.read(executed, as_version=4)
         figures = [o for c in notebook.cells if c.cell_type == "code" for o in c.outputs
                    if "image/png" in o.get("data", {})]

@@ -290,7 +290,7 @@ def cmd_book(args: argparse.Namespace) -> int:
     try:
         result = book(profile=args.profile, only=args.only, execute=not args.no_execute,
                       build=not args.no_build, publish_after=args.publish,
-                      published=args.from_published, progress=not args.json)
+                      published=args.from_published, progress=not args.json, repo=args.root)
     except BookBuildFailed as exc:
         print(f"memory-baseline: book failed: {str(exc).strip().splitlines()[0]}", file=sys.stderr)
         return EXIT_FAILED_CHECK
@@ -311,6 +311,9 @@ def _book_options(parser: argparse.ArgumentParser) -> None:
                         help="then copy the chapters and the runs they name into book/published")
     parser.add_argument("--from-published", action="store_true",
                         help="build the published (full-profile) chapters; executes nothing")
+    parser.add_argument("--root", default=None,
+                        help="the book's folder (holds _config.yml, notebooks/, book/); default: "
+                             "the nearest one at or above the current directory")
 
 
 def _split_conditions(value: str) -> list[str]:

@@ -1,11 +1,21 @@
-"""Execute the book's notebooks with Papermill, then build the Jupyter Book.
+"""Execute the book's chapters with Papermill, then build the Jupyter Book.
 
-`notebooks/NN_name.ipynb` are the clean chapter sources. Each is executed by
+The chapters are text-first notebooks: `notebooks/NN_name.md`, MyST Markdown in
+jupytext's `md:myst` format, which JupyterLab (with the jupytext extension) opens,
+runs and saves as a notebook. At build time each is turned into a notebook by
+jupytext (`_build/notebooks/NN_name.ipynb`, never committed) and executed by
 Papermill with parameters from a profile (`book/profiles/<profile>.toml`) into
 `book/chapters/NN_name.ipynb`, with that folder as the kernel's working
-directory, and `_toc.yml` points at those executed copies; `_config.yml` turns
+directory. `_toc.yml` points at those executed copies; `_config.yml` turns
 Jupyter Book's own execution off, so the book shows exactly what the profile run
-produced. Then `jupyter-book build` runs with warnings as errors.
+produced. Then `jupyter-book build` runs with warnings as errors. Every executed
+chapter records the path and SHA-256 of the Markdown file it was built from, so
+the book can be traced to the very file saved in JupyterLab.
+
+In the rendered book a chapter opens on its narrative and results: every code
+cell's input is folded behind a toggle (the `hide-input` tag, added to the
+executed copies here rather than to every cell of the sources), and cells tagged
+`remove-input` in the source are not shown at all.
 
 The published results are one `full` run: `publish()` copies its executed chapters,
 and every run directory their captions name, into `book/published/` (committed),
@@ -16,15 +26,24 @@ Profile files: a `[all]` table of parameters offered to every notebook (each
 notebook takes only the names its `parameters` cell declares) and one table per
 notebook (`[03_embeddings]`) whose every key must be declared there — a typo is
 an error, not a silently ignored setting.
+
+Paths: every function takes the book root (`repo`: the folder holding
+`_config.yml`, `notebooks/` and `book/`); by default it is found from the current
+directory (`memory_lab.paths.project_root`), never from where the package is
+installed.
 """
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import json
+import os
 import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 import tomllib
 from dataclasses import dataclass, field
@@ -34,9 +53,13 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+from .paths import ROOT_ENV, project_root
+
 KERNEL_NAME = "memory-baseline"
 PROFILES = ("smoke", "full")
+SOURCE_FORMAT = "md:myst"   # jupytext's MyST Markdown notebooks
+# Tags under which a cell's input is already hidden or removed in the rendered book.
+_HIDDEN = {"hide-input", "hide-cell", "remove-input", "remove-cell"}
 
 
 class BookError(ValueError):
@@ -73,6 +96,8 @@ class ChapterRun:
     output: Path
     seconds: float
     parameters: dict[str, Any]
+    source: str = ""           # the chapter's Markdown file, relative to the book root
+    source_sha256: str = ""    # its digest when it was executed
 
 
 @dataclass
@@ -94,17 +119,97 @@ class BookResult:
         }
 
 
-def notebook_sources(repo: Path = REPO_ROOT) -> list[Path]:
-    """The chapter notebooks, in chapter order (`NN_name.ipynb`)."""
-    return sorted(p for p in (repo / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+def _root(repo: str | Path | None) -> Path:
+    return Path(repo).resolve() if repo is not None else project_root()
 
 
-def chapters_dir(repo: Path = REPO_ROOT) -> Path:
-    return repo / "book" / "chapters"
+def notebook_sources(repo: str | Path | None = None) -> list[Path]:
+    """The chapter sources, in chapter order (`notebooks/NN_name.md`)."""
+    return sorted(p for p in (_root(repo) / "notebooks").glob("[0-9][0-9]_*.md"))
 
 
-def published_dir(repo: Path = REPO_ROOT) -> Path:
-    return repo / "book" / "published"
+def chapters_dir(repo: str | Path | None = None) -> Path:
+    return _root(repo) / "book" / "chapters"
+
+
+def published_dir(repo: str | Path | None = None) -> Path:
+    return _root(repo) / "book" / "published"
+
+
+def converted_dir(repo: str | Path | None = None) -> Path:
+    """Where the build writes each chapter source as `.ipynb` for Papermill (inside `_build/`)."""
+    return _root(repo) / "_build" / "notebooks"
+
+
+def executed_name(source: Path) -> str:
+    return f"{source.stem}.ipynb"
+
+
+def source_digest(source: Path) -> str:
+    return hashlib.sha256(source.read_bytes()).hexdigest()
+
+
+def read_chapter(source: Path, repo: str | Path | None = None) -> Any:
+    """A chapter source as an `nbformat` notebook (jupytext), checked and ready for Papermill.
+
+    Cell ids are `NN-index` (stable from one build to the next), jupytext's own
+    bookkeeping is dropped, and `metadata.memory_lab` names the source file and its
+    SHA-256. A file that is not a chapter (no kernelspec, no `parameters` cell)
+    is a `BookError`.
+    """
+    import jupytext
+
+    try:
+        notebook = jupytext.read(source, fmt=SOURCE_FORMAT)
+    except Exception as exc:  # jupytext raises several kinds for a malformed file
+        raise BookError(f"{source} is not a jupytext MyST notebook: {exc}") from exc
+    if notebook.metadata.get("kernelspec", {}).get("name") != KERNEL_NAME:
+        raise BookError(f"{source.name}: front matter must name the kernelspec {KERNEL_NAME!r}")
+    tagged = [c for c in notebook.cells if "parameters" in c.get("metadata", {}).get("tags", [])]
+    if len(tagged) != 1 or tagged[0].cell_type != "code":
+        raise BookError(f"{source.name} needs exactly one code cell tagged `parameters` "
+                        f"(found {len(tagged)})")
+    notebook.metadata.pop("jupytext", None)
+    notebook.metadata.setdefault("language_info", {"name": "python"})
+    for index, cell in enumerate(notebook.cells):
+        cell["id"] = f"{source.stem[:2]}-{index:02d}"
+    root = _root(repo)
+    resolved = source.resolve()
+    shown = resolved.relative_to(root).as_posix() if resolved.is_relative_to(root) else str(resolved)
+    notebook.metadata["memory_lab"] = {"source": shown, "sha256": source_digest(source)}
+    return notebook
+
+
+def convert_chapter(source: Path, target: Path, repo: str | Path | None = None) -> Path:
+    """Write a chapter source as the `.ipynb` Papermill executes."""
+    import nbformat
+
+    notebook = read_chapter(source, repo)
+    nbformat.validate(notebook)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(notebook, target)
+    return target
+
+
+def hide_inputs(path: Path) -> None:
+    """Fold every code cell's input behind a toggle in the rendered book (`hide-input`).
+
+    Cells already tagged to hide or remove their input keep that tag. Papermill's
+    injected-parameters cell is folded too, so no page opens on code.
+    """
+    import nbformat
+
+    notebook = nbformat.read(path, as_version=4)
+    changed = False
+    for cell in notebook.cells:
+        if cell.cell_type != "code":
+            continue
+        tags = cell.setdefault("metadata", {}).setdefault("tags", [])
+        if not _HIDDEN & set(tags):
+            tags.append("hide-input")
+            changed = True
+    if changed:
+        nbformat.write(notebook, path)
 
 
 EXECUTION_LOG = "_execution.json"
@@ -118,7 +223,7 @@ def runs_named(notebook: Path) -> list[str]:
     return sorted(set(re.findall(pattern, notebook.read_text(encoding="utf-8"))))
 
 
-def publish(profile: str = "full", repo: Path = REPO_ROOT) -> Path:
+def publish(profile: str = "full", repo: str | Path | None = None) -> Path:
     """Copy the executed chapters and the run directories they name into `book/published/`.
 
     Refuses unless every chapter in `book/chapters/` was executed under `profile`
@@ -127,6 +232,7 @@ def publish(profile: str = "full", repo: Path = REPO_ROOT) -> Path:
     directories keep their repository-relative paths under `book/published/`.
     A tree with uncommitted changes is refused (DirtyTreeError).
     """
+    repo = _root(repo)
     refuse_dirty_tree(repo)
     executed = chapters_dir(repo)
     log_path = executed / EXECUTION_LOG
@@ -137,7 +243,7 @@ def publish(profile: str = "full", repo: Path = REPO_ROOT) -> Path:
     if wrong:
         raise BookError(f"not executed under the {profile!r} profile: {', '.join(wrong)} "
                         f"(run `memory-baseline book --profile {profile}` first)")
-    runs = {run for s in sources for run in runs_named(executed / s.name)}
+    runs = {run for s in sources for run in runs_named(executed / executed_name(s))}
     missing = sorted(run for run in runs if not (repo / run / "manifest.json").is_file())
     if missing:
         raise BookError(f"captions name run directories that are not here: {', '.join(missing)}")
@@ -145,7 +251,7 @@ def publish(profile: str = "full", repo: Path = REPO_ROOT) -> Path:
     shutil.rmtree(target, ignore_errors=True)
     target.mkdir(parents=True)
     for source in sources:
-        shutil.copyfile(executed / source.name, target / source.name)
+        shutil.copyfile(executed / executed_name(source), target / executed_name(source))
     for run in sorted(runs):
         shutil.copytree(repo / run, target / run)
     document = {"profile": profile, "published": datetime.now(UTC).isoformat(),
@@ -154,8 +260,12 @@ def publish(profile: str = "full", repo: Path = REPO_ROOT) -> Path:
     return target
 
 
-def install_published(repo: Path = REPO_ROOT) -> list[Path]:
-    """Put the published chapters where the book is built from; nothing is executed."""
+def install_published(repo: str | Path | None = None) -> list[Path]:
+    """Put the published chapters where the book is built from; nothing is executed.
+
+    The published files stay as they are; only the copies in `book/chapters/` get
+    their code folded (`hide_inputs`).
+    """
     source = published_dir(repo)
     notebooks = sorted(source.glob("[0-9][0-9]_*.ipynb"))
     if not notebooks:
@@ -165,6 +275,7 @@ def install_published(repo: Path = REPO_ROOT) -> list[Path]:
     target.mkdir(parents=True, exist_ok=True)
     for notebook in notebooks:
         shutil.copyfile(notebook, target / notebook.name)
+        hide_inputs(target / notebook.name)
     shutil.copyfile(source / EXECUTION_LOG, target / EXECUTION_LOG)
     return [target / n.name for n in notebooks]
 
@@ -173,7 +284,7 @@ def select_notebooks(sources: list[Path], only: str | None) -> list[Path]:
     """All notebooks, or the one `only` names (`03`, `03_embeddings` or `embeddings`)."""
     if only is None:
         return sources
-    wanted = only.removesuffix(".ipynb")
+    wanted = only.removesuffix(".ipynb").removesuffix(".md")
     matches = [p for p in sources
                if wanted in (p.stem, p.stem[:2], p.stem[3:])]
     if len(matches) != 1:
@@ -182,11 +293,11 @@ def select_notebooks(sources: list[Path], only: str | None) -> list[Path]:
     return matches
 
 
-def load_profile(profile: str, repo: Path = REPO_ROOT) -> tuple[Path, dict[str, Any]]:
+def load_profile(profile: str, repo: str | Path | None = None) -> tuple[Path, dict[str, Any]]:
     """A profile by name (`smoke`, `full`) or by path to a TOML file."""
     path = Path(profile)
     if not path.suffix:
-        path = repo / "book" / "profiles" / f"{profile}.toml"
+        path = _root(repo) / "book" / "profiles" / f"{profile}.toml"
     if not path.is_file():
         raise BookError(f"no profile {profile!r}: expected {path} (profiles: {', '.join(PROFILES)})")
     try:
@@ -197,10 +308,15 @@ def load_profile(profile: str, repo: Path = REPO_ROOT) -> tuple[Path, dict[str, 
 
 
 def declared_parameters(notebook: Path) -> dict[str, Any]:
-    """Names (and defaults as written) of a notebook's `parameters` cell."""
+    """Names (and defaults as written) of a chapter's `parameters` cell (`.md` source or `.ipynb`)."""
     import papermill
 
-    declared = papermill.inspect_notebook(str(notebook))
+    if notebook.suffix == ".md":
+        with tempfile.TemporaryDirectory() as folder:
+            converted = convert_chapter(notebook, Path(folder) / executed_name(notebook))
+            declared = papermill.inspect_notebook(str(converted))
+    else:
+        declared = papermill.inspect_notebook(str(notebook))
     if not declared:
         raise BookError(f"{notebook.name} has no cell tagged `parameters`")
     return declared
@@ -234,31 +350,58 @@ def require_kernel() -> None:
             f"install --sys-prefix --name {KERNEL_NAME}` (scripts/install.sh does this)")
 
 
-def execute_notebook(source: Path, output: Path, parameters: dict[str, Any], *, progress: bool) -> float:
-    """Run one notebook with Papermill; the kernel's working directory is the output folder."""
+@contextlib.contextmanager
+def _kernel_root(repo: Path):
+    """Tell the chapter's kernel (a child process, which inherits the environment) the book root."""
+    before = os.environ.get(ROOT_ENV)
+    os.environ[ROOT_ENV] = str(repo)
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(ROOT_ENV, None)
+        else:
+            os.environ[ROOT_ENV] = before
+
+
+def execute_notebook(source: Path, output: Path, parameters: dict[str, Any], *, progress: bool,
+                     repo: str | Path | None = None) -> float:
+    """Run one chapter with Papermill; the kernel's working directory is the output folder.
+
+    `source` is a chapter's `.md` (converted to `_build/notebooks/` first) or an
+    `.ipynb`. Relative paths in the chapter are read from `repo`, the book root.
+    The executed copy has its code folded for the book (`hide_inputs`).
+    """
     import papermill
     from papermill.exceptions import PapermillExecutionError
 
+    repo = _root(repo)
+    if source.suffix == ".md":
+        source = convert_chapter(source, converted_dir(repo) / executed_name(source), repo)
     output.parent.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
     try:
-        papermill.execute_notebook(
-            str(source), str(output), parameters=parameters, kernel_name=KERNEL_NAME,
-            cwd=str(output.parent), progress_bar=progress, log_output=False,
-        )
+        with _kernel_root(repo):
+            papermill.execute_notebook(
+                str(source), str(output), parameters=parameters, kernel_name=KERNEL_NAME,
+                cwd=str(output.parent), progress_bar=progress, log_output=False,
+            )
     except PapermillExecutionError as exc:
         raise BookBuildFailed(f"{source.name} failed in cell {exc.exec_count}: {exc.ename}: "
                         f"{str(exc.evalue).splitlines()[0] if exc.evalue else ''} "
                         f"(the executed notebook with the error is {output})") from exc
-    return time.perf_counter() - started
+    seconds = time.perf_counter() - started
+    hide_inputs(output)
+    return seconds
 
 
-def build_html(repo: Path = REPO_ROOT) -> Path:
+def build_html(repo: str | Path | None = None) -> Path:
     """`jupyter-book build` of the repository root, warnings as errors; returns index.html.
 
     The previous HTML is removed first: Sphinx never deletes a page whose source is
     gone, and a stale page would be published (and checked) as if it were current.
     """
+    repo = _root(repo)
     shutil.rmtree(repo / "_build" / "html", ignore_errors=True)
     executable = Path(sys.executable).parent / "jupyter-book"
     command = [str(executable) if executable.exists() else "jupyter-book", "build", str(repo),
@@ -276,7 +419,7 @@ def build_html(repo: Path = REPO_ROOT) -> Path:
 def book(
     profile: str = "smoke", only: str | None = None, *, execute: bool = True, build: bool = True,
     publish_after: bool = False, published: bool = False, progress: bool = True,
-    repo: Path = REPO_ROOT,
+    repo: str | Path | None = None,
 ) -> BookResult:
     """Execute the chapter notebooks under `profile` (all, or `only` one), then build the book.
 
@@ -285,9 +428,14 @@ def book(
     placeholders. `book/chapters/_execution.json` records what ran, with which
     parameters, and for how long. `published=True` builds from `book/published/`
     instead (no execution); `publish_after=True` publishes the chapters once built.
+    `repo` is the book root (default: found from the current directory).
     """
+    repo = _root(repo)
     if publish_after:
         refuse_dirty_tree(repo)  # before hours of execution, not after
+    if not (repo / "_config.yml").is_file():
+        raise BookError(f"{repo} is not a book root (no _config.yml): run from the book's folder "
+                        "or pass --root")
     if published:
         if only is not None or publish_after:
             raise BookError("--from-published builds the committed chapters; it takes no --only or --publish")
@@ -311,19 +459,21 @@ def book(
         bar = tqdm(plans, desc=f"book ({result.profile})", unit="chapter", disable=not progress)
         for source, parameters in bar:
             bar.set_postfix_str(source.stem)
-            output = target_dir / source.name
-            seconds = execute_notebook(source, output, parameters, progress=progress)
-            result.chapters.append(ChapterRun(source.stem, output, seconds, parameters))
+            output = target_dir / executed_name(source)
+            seconds = execute_notebook(source, output, parameters, progress=progress, repo=repo)
+            result.chapters.append(ChapterRun(source.stem, output, seconds, parameters,
+                                              _shown(source, repo), source_digest(source)))
         bar.close()
     for source in sources:
-        copy = target_dir / source.name
+        copy = target_dir / executed_name(source)
         if not copy.exists():
-            shutil.copyfile(source, copy)
+            convert_chapter(source, copy, repo)
+            hide_inputs(copy)
             result.placeholders.append(source.stem)
-    _write_log(target_dir / EXECUTION_LOG, result, profile_path)
+    _write_log(target_dir / EXECUTION_LOG, result, profile_path, repo)
     if build:
         _build(result, repo)
-        _write_log(target_dir / EXECUTION_LOG, result, profile_path)
+        _write_log(target_dir / EXECUTION_LOG, result, profile_path, repo)
     if publish_after:
         publish(profile_path.stem, repo)
     return result
@@ -335,7 +485,12 @@ def _build(result: BookResult, repo: Path) -> None:
     result.build_seconds = time.perf_counter() - started
 
 
-def _write_log(path: Path, result: BookResult, profile_path: Path) -> None:
+def _shown(path: Path, repo: Path) -> str:
+    resolved = path.resolve()
+    return resolved.relative_to(repo).as_posix() if resolved.is_relative_to(repo) else str(resolved)
+
+
+def _write_log(path: Path, result: BookResult, profile_path: Path, repo: Path) -> None:
     previous: dict[str, Any] = {}
     if path.is_file():
         try:
@@ -346,9 +501,9 @@ def _write_log(path: Path, result: BookResult, profile_path: Path) -> None:
     for chapter in result.chapters:
         chapters[chapter.name] = {"profile": result.profile, "seconds": round(chapter.seconds, 1),
                                   "parameters": chapter.parameters,
+                                  "source": chapter.source, "source_sha256": chapter.source_sha256,
                                   "executed": datetime.now(UTC).isoformat()}
-    document = {"profile_file": str(profile_path.relative_to(REPO_ROOT))
-                if profile_path.is_relative_to(REPO_ROOT) else str(profile_path),
+    document = {"profile_file": _shown(profile_path, repo),
                 "chapters": chapters, "placeholders": result.placeholders,
                 "build_seconds": None if result.build_seconds is None else round(result.build_seconds, 1)}
     path.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")

@@ -49,9 +49,9 @@ from .conditions import (  # noqa: F401
     rerank_variants,
     sweep_factor,
 )
+from .paths import project_root
 from .runs import corpus_digest, file_digest, finish_run, start_run, write_json
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
 RETRIEVAL_STAGES = ("lexical", "dense", "fused", "reranked")
 
 
@@ -63,20 +63,20 @@ class StudyError(ValueError):
 
 
 def repo_path(path: str | Path) -> Path:
-    """An absolute path; a relative one is taken from the repository root, not the cwd.
+    """An absolute path; a relative one is taken from the book root (`paths.project_root`).
 
     Papermill runs each chapter with its output folder as the working directory, so
     a parameter such as `fixtures/history` must not depend on where the kernel runs.
     """
     candidate = Path(path).expanduser()
-    return candidate if candidate.is_absolute() else (REPO_ROOT / candidate).resolve()
+    return candidate if candidate.is_absolute() else (project_root() / candidate).resolve()
 
 
 def display_path(path: str | Path) -> str:
-    """A path as the book shows it: relative to the repository when it lies inside it."""
+    """A path as the book shows it: relative to the book root when it lies inside it."""
     resolved = Path(path).resolve()
     try:
-        return resolved.relative_to(REPO_ROOT).as_posix()
+        return resolved.relative_to(project_root()).as_posix()
     except ValueError:
         return str(resolved)
 
@@ -265,34 +265,79 @@ def reader_for(name: str, config: Config) -> Reader:
     return get_reader(config.with_overrides(reader={"name": name}).reader)
 
 
-# -- small table helpers -----------------------------------------------------------------
+# -- tables and figures in the book ---------------------------------------------------------
 
 
-def markdown_table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str] | None = None,
-                   digits: int = 3) -> str:
-    """A GitHub-style Markdown table (the book renders it as a real table)."""
-    if not rows:
-        return "*(no rows)*"
+def table_frame(rows: Sequence[Mapping[str, Any]] | Any, columns: Sequence[str] | None = None) -> Any:
+    """Rows as a pandas DataFrame of the values as they are (no dtype coercion).
+
+    Columns are the union of the rows' keys in first-seen order, or `columns`. The
+    frame holds Python objects, so an integer column with a gap stays integers and
+    a missing value stays None, and the table shows each value as it was computed.
+    A DataFrame passed in is returned as it is (restricted to `columns`).
+    """
+    import pandas as pd
+
+    if isinstance(rows, pd.DataFrame):
+        return rows[list(columns)] if columns else rows
     cols = list(columns) if columns else list(dict.fromkeys(k for row in rows for k in row))
-
-    def fmt(value: Any) -> str:
-        if value is None:
-            return "–"
-        if isinstance(value, float):
-            return f"{value:.{digits}f}"
-        return str(value).replace("|", "\\|").replace("\n", " ")
-
-    lines = ["| " + " | ".join(cols) + " |", "|" + "|".join("---" for _ in cols) + "|"]
-    lines += ["| " + " | ".join(fmt(row.get(c)) for c in cols) + " |" for row in rows]
-    return "\n".join(lines)
+    return pd.DataFrame([[row.get(c) for c in cols] for row in rows], columns=cols, dtype=object)
 
 
-def show_table(rows: Sequence[Mapping[str, Any]], caption: str,
+def pivot(rows: Sequence[Mapping[str, Any]] | Any, index: str | Sequence[str], columns: str,
+          values: str, *, row_order: Sequence[Any] | None = None,
+          column_order: Sequence[str] | None = None) -> Any:
+    """A long table turned the way one reads it: one row per `index`, one column per `columns` value.
+
+    pandas does the pivot (each cell is the one value of its row and column; a
+    duplicate is an error, not an average). Rows and columns keep the order in which
+    they first appear; `row_order` gives exactly the rows to show (one with no
+    values shows "–"), `column_order` the columns to put first.
+    """
+    frame = table_frame(rows)
+    keys = [index] if isinstance(index, str) else list(index)
+    wide = frame.pivot(index=keys, columns=columns, values=values)
+    first_rows = list(dict.fromkeys(tuple(r) if len(keys) > 1 else r[0]
+                                    for r in frame[keys].itertuples(index=False)))
+    seen = list(dict.fromkeys(frame[columns]))
+    named = [c for c in (column_order or []) if c in seen]
+    wide = wide.reindex(index=list(row_order) if row_order is not None else first_rows,
+                        columns=named + [c for c in seen if c not in named])
+    wide.columns.name = None
+    return wide.astype(object).where(wide.notna(), None)
+
+
+def table_html(frame: Any, digits: int = 3) -> str:
+    """A DataFrame as an HTML table that scrolls sideways instead of being clipped.
+
+    `Styler.format` shows floats with `digits` decimals, integers and text as they
+    are, and a missing value as "–". A named index (the rows of a pivot) becomes the
+    leading columns, so the table has one header row; a plain 0..n-1 index is not
+    shown. Styler's random ids and style block are left out (`exclude_styles`), so
+    the same table renders to the same HTML (nbval compares the executed notebooks
+    output by output); the book's stylesheet (`_static/tables.css`) styles the wrapper.
+    """
+    if any(name is not None for name in frame.index.names):
+        frame = frame.reset_index()
+    styler = frame.style.format(precision=digits, na_rep="–", escape="html").hide(axis="index")
+    return f'<div class="memory-table-scroll">\n{styler.to_html(exclude_styles=True)}</div>'
+
+
+def show_table(rows: Sequence[Mapping[str, Any]] | Any, caption: str,
                columns: Sequence[str] | None = None, digits: int = 3) -> None:
-    """Display a captioned Markdown table in a notebook."""
-    from IPython.display import Markdown, display
+    """Display rows (or a DataFrame) as a scrolling HTML table, with its caption under it.
 
-    display(Markdown(f"{markdown_table(rows, columns, digits)}\n\n*{caption}*"))
+    The caption is Markdown of its own, so it names its run directory the way every
+    caption does (`CAPTION_SOURCE`), which `book.runs_named` reads back.
+    """
+    from IPython.display import HTML, Markdown, display
+
+    frame = table_frame(rows, columns)
+    if frame.empty:
+        display(Markdown(f"*(no rows)*\n\n*{caption}*"))
+        return
+    display(HTML(table_html(frame, digits)))
+    display(Markdown(f"*{caption}*"))
 
 
 def show_figure(fig: Any, caption: str, *, run_name: str, save_as: Path | None = None) -> None:
