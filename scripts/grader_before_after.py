@@ -25,7 +25,10 @@ import json, sys
 from memory_instrument.validation import load_probes, validate_grader
 from memory_instrument.tasks import load_tasks
 from memory_instrument.scoring import GRADER_VERSION
-v = validate_grader(load_probes(sys.argv[1]), load_tasks(sys.argv[2]), sys.argv[3]).to_dict()
+tasks = load_tasks(sys.argv[2])
+# Probes of tasks the old task file did not have yet cannot be scored by the old grader.
+probes = [p for p in load_probes(sys.argv[1]) if p.task_id in set(tasks.ids)]
+v = validate_grader(probes, tasks, sys.argv[3]).to_dict()
 v["grader_version"] = GRADER_VERSION
 print(json.dumps(v))
 """
