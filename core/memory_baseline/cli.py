@@ -138,6 +138,7 @@ def _print_sync(report, verb: str) -> None:
     else:
         print(f"{verb}: {len(report.added)} added, {len(report.changed)} changed, "
               f"{len(report.reembedded)} re-embedded, {len(report.removed)} removed, "
+              f"{len(report.pruned)} pruned, "
               f"{report.unchanged} unchanged; {report.chunks_written} chunks written")
     for source_id in report.pruned:
         print(f"  pruned (present but unusable): {shown(source_id)}")

@@ -44,6 +44,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from .ingest import (
+    MAX_SOURCE_ID_BYTES,
     Discovery,
     IngestError,
     Limits,
@@ -282,6 +283,8 @@ def discover_git(
             found.skipped.append(SkippedFile(printable_path(source_id), "unsupported"))
         elif printable_path(path) != path:
             found.skipped.append(SkippedFile(printable_path(source_id), "undecodable-name"))
+        elif len(source_id.encode("utf-8")) > MAX_SOURCE_ID_BYTES:
+            found.skipped.append(SkippedFile(source_id, "path-too-long"))
         elif change_mode in (_SYMLINK_MODE, _SUBMODULE_MODE):
             found.skipped.append(SkippedFile(source_id, "symlink"
                                              if change_mode == _SYMLINK_MODE else "unsupported"))

@@ -13,17 +13,26 @@ messages (`memory_baseline.git_history`). Its decisions:
   creation included (embedding is streamed into it in batches): a crash at any
   point (kill -9 included) leaves the previous index, and concurrent readers
   see either the old or the new version, never a source hash ahead of its
-  chunks, never two representations mixed. Writers of one index are
-  serialised by an advisory lock. A change of vector *dimension* alters the
+  chunks, never two representations mixed (a search reads one snapshot,
+  `Store.snapshot`). Writers of one index are serialised by an advisory lock,
+  taken before the schema is created, so two first writes wait rather than
+  collide. A change of vector *dimension* alters the
   column, which locks the chunks table until commit: readers wait, they do
   not see a half-built index. The HNSW index is (re)built and statistics
   refreshed after the commit; a crash there costs only the next refresh's time;
-- a file that exists but cannot be read (I/O error, permissions, invalid
-  UTF-8, vanished mid-read), and every indexed file under a directory that
-  could not be listed, is a *failed observation*: its indexed content is kept,
-  marked and reported. Only a file absent from a successful observation is
-  removed, and only by `refresh`. A folder refresh of an index that holds git
-  history is refused: it would remove that history;
+- an indexed file that exists but cannot be used now (I/O error, permissions,
+  invalid UTF-8, vanished mid-read, emptied or truncated mid-write, binary,
+  too large, replaced by a FIFO, socket, directory or a link out of the root),
+  every indexed file under a directory that could not be listed, and every
+  history version or commit that a rewrite or a deleted branch made
+  unreachable, is a *failed observation*: its indexed content is kept, marked
+  and reported. Only a file really gone (its path absent) is removed, and only
+  by `refresh`; `prune=True` (`refresh --prune`) also removes the present but
+  unusable ones. A folder refresh of an index that holds git history is
+  refused: it would remove that history;
+- a refresh of a folder without a single readable source, or one that would
+  remove more than `Config.max_remove_share` of the indexed sources, is refused
+  (`RefreshRefused`) without `prune`: a wrong path is not a deletion;
 - a source that is kept without being re-read (a failed observation, or under
   `ingest` a stored source absent from this corpus) while the representation
   changes is *carried over*: its stored chunk texts are re-embedded with the
@@ -97,6 +106,7 @@ class SyncReport:
     def changed_anything(self) -> bool:
         return bool(
             self.added or self.changed or self.reembedded or self.carried_over or self.removed
+            or self.pruned
         )
 
     def to_dict(self) -> dict:
