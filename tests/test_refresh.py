@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from refresh_support import bm25
 
-from memory_baseline import cli
+from memory_baseline import cli, ingest
 from memory_baseline.chunking import chunk_text
 from memory_baseline.config import EmbedderConfig
 from memory_baseline.embedders import get_embedder
@@ -102,21 +102,21 @@ def test_read_errors_vanishing_files_and_unlistable_folders_lose_nothing(
     sync(conn, config, corpus, remove_missing=True, embedder=minilm)
     before = Store(conn, config.index).sources()
 
-    real_read_bytes, real_scandir = Path.read_bytes, os.scandir
+    real_open, real_scandir = ingest.open_under_root, os.scandir
 
-    def faulty_read_bytes(path: Path) -> bytes:
-        if path.name == "importer.md":
-            raise OSError(errno.EIO, os.strerror(errno.EIO), str(path))
-        if path.name == "decision.md":
-            path.unlink()  # deleted between the listing and the read
-        return real_read_bytes(path)
+    def faulty_open(root: Path, relative: str) -> int:
+        if relative == "importer.md":
+            raise OSError(errno.EIO, os.strerror(errno.EIO), relative)
+        if relative == "decision.md":
+            (root / relative).unlink()  # deleted between the listing and the read
+        return real_open(root, relative)
 
     def faulty_scandir(path="."):
         if Path(path).name == "ops":
             raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(path))
         return real_scandir(path)
 
-    monkeypatch.setattr(Path, "read_bytes", faulty_read_bytes)
+    monkeypatch.setattr(ingest, "open_under_root", faulty_open)
     monkeypatch.setattr(os, "scandir", faulty_scandir)
     report = sync(conn, config, corpus, remove_missing=True, embedder=minilm)
     monkeypatch.undo()

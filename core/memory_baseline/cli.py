@@ -1,9 +1,12 @@
 """The `memory-baseline` command line.
 
-Every subcommand takes `--index NAME`, `--json` and `--config FILE`. With
-`--json` it prints exactly one JSON document on stdout. Exit codes: 0 success,
-1 a failed check (`health`), 2 bad usage or bad input, with a one-line reason
-on stderr and nothing written.
+Every subcommand takes `--index NAME`, `--json`, `--config FILE` and `--debug`.
+With `--json` it prints exactly one JSON document on stdout. Exit codes: 0
+success, 1 a failed check (`health`), 2 bad usage, bad input or an environment
+failure (the database unreachable or lost mid-command), with a one-line reason
+on stderr and nothing written; a traceback only with `--debug`. Text output
+shows control characters in file names as escapes, never raw to the terminal;
+secrets (a password in `DATABASE_URL`) are never printed.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from typing import Any
 
 from .config import Config, ConfigError, validate_index_name
 from .reading import STYLES
+from .server import redact_url
 
 EXIT_OK, EXIT_FAILED_CHECK, EXIT_BAD_INPUT = 0, 1, 2
 
@@ -51,9 +55,15 @@ def emit_json(document: Any) -> None:
     sys.stdout.write("\n")
 
 
+def shown(text: str) -> str:
+    """`text` with control characters escaped: a file name cannot drive the terminal."""
+    return "".join(c if c.isprintable() or c == " " else c.encode("unicode_escape").decode()
+                   for c in text)
+
+
 def load_config(args: argparse.Namespace) -> Config:
     config = Config.load(getattr(args, "config", None))
-    if getattr(args, "index", None):
+    if getattr(args, "index", None) is not None:
         config = config.with_overrides(index=validate_index_name(args.index))
     if getattr(args, "embedder", None):
         config = config.with_overrides(embedder={"name": args.embedder})
@@ -94,12 +104,20 @@ def _sync_command(args: argparse.Namespace, *, remove_missing: bool) -> int:
     from .server import connect
 
     config = load_config(args)
+    if not args.path.strip():
+        raise UsageError("the corpus path is empty (an unset shell variable?): name a folder")
     root = Path(args.path)
     if not root.is_dir():
-        raise UsageError(f"{args.path} is not a directory")
+        raise UsageError(f"{shown(args.path)} is not a directory")
+
+    def progress_line(message: str) -> None:
+        print(f"memory-baseline: {message}", file=sys.stderr, flush=True)
+
     with connect() as conn:
         report = sync(conn, config, str(root), remove_missing=remove_missing, git=args.git,
-                      progress=not args.json and sys.stderr.isatty())
+                      progress=not args.json and sys.stderr.isatty(),
+                      prune=getattr(args, "prune", False),
+                      on_progress=None if args.json else progress_line)
         health = check_health(conn, config.index, report.representation_id,
                               expect_hnsw=config.hnsw_build) if remove_missing else None
     document = report.to_dict()
@@ -120,13 +138,17 @@ def _print_sync(report, verb: str) -> None:
     else:
         print(f"{verb}: {len(report.added)} added, {len(report.changed)} changed, "
               f"{len(report.reembedded)} re-embedded, {len(report.removed)} removed, "
+              f"{len(report.pruned)} pruned, "
               f"{report.unchanged} unchanged; {report.chunks_written} chunks written")
+    for source_id in report.pruned:
+        print(f"  pruned (present but unusable): {shown(source_id)}")
     for failure in report.failed_observations:
-        print(f"  failed observation (kept): {failure.source_id}: {failure.reason}")
+        print(f"  failed observation (kept): {shown(failure.source_id)}: {failure.reason}")
     for source_id in report.carried_over:
-        print(f"  carried over (unreadable, re-embedded with its old chunk boundaries): {source_id}")
+        print("  carried over (unreadable, re-embedded with its old chunk boundaries): "
+              f"{shown(source_id)}")
     for skipped in report.skipped:
-        print(f"  skipped: {skipped['path']}: {skipped['reason']}")
+        print(f"  skipped: {shown(skipped['path'])}: {skipped['reason']}")
     print("  seconds: " + ", ".join(f"{k} {v:.2f}" for k, v in report.seconds.items()))
 
 
@@ -174,6 +196,7 @@ def cmd_server(args: argparse.Namespace) -> int:
         result = server.status().__dict__
     else:
         result = server.status().__dict__
+    result["url"] = redact_url(result.get("url") or "")
     if args.json:
         emit_json(result)
     else:
@@ -426,6 +449,7 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--index", default=None, help="index (PostgreSQL schema) name")
     parser.add_argument("--json", action="store_true", help="print one JSON document on stdout")
     parser.add_argument("--config", default=None, help="TOML configuration file")
+    parser.add_argument("--debug", action="store_true", help="print the traceback of a failure")
 
 
 def _embedder_option(parser: argparse.ArgumentParser) -> None:
@@ -439,10 +463,17 @@ def _corpus_options(parser: argparse.ArgumentParser) -> None:
     _embedder_option(parser)
 
 
+def _refresh_options(parser: argparse.ArgumentParser) -> None:
+    _corpus_options(parser)
+    parser.add_argument("--prune", action="store_true",
+                        help="also remove sources that are present but unusable (and unreachable "
+                             "history), and allow removing more than max_remove_share")
+
+
 COMMANDS: CommandTable = {
     "init": (cmd_init, _embedder_option, "create the index schema"),
     "ingest": (cmd_ingest, lambda p: _corpus_options(p), "index a corpus folder (add and update)"),
-    "refresh": (cmd_refresh, lambda p: _corpus_options(p),
+    "refresh": (cmd_refresh, _refresh_options,
                 "bring the index in line with a corpus folder, then check health"),
     "health": (cmd_health, _embedder_option, "check the index's integrity (exit 1 on failure)"),
     "search": (cmd_search, lambda p: _query_options(p, show=True),
@@ -479,6 +510,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    import psycopg
+
     from .chunking import ChunkingError
     from .ingest import IngestError
     from .server import ServerError
@@ -488,18 +521,38 @@ def main(argv: Sequence[str] | None = None) -> int:
         UsageError, ConfigError, IngestError, StoreError, ServerError, ChunkingError, ValueError,
         FileNotFoundError,
     )
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in arguments
     try:
-        args = build_parser().parse_args(argv)
+        args = build_parser().parse_args(arguments)
         if not getattr(args, "handler", None):
             raise UsageError("missing subcommand; see `memory-baseline --help`")
         return args.handler(args)
-    except bad_input as exc:
-        message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        print(f"memory-baseline: error: {message}", file=sys.stderr)
-        return EXIT_BAD_INPUT
     except KeyboardInterrupt:
         print("memory-baseline: interrupted", file=sys.stderr)
         return 130
+    except Exception as exc:
+        if debug:
+            raise
+        print(f"memory-baseline: error: {_one_line(exc, bad_input, psycopg.Error)}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+
+
+def _one_line(exc: BaseException, bad_input: tuple[type[BaseException], ...],
+              database_error: type[BaseException]) -> str:
+    """The reason of a failure on one line, secrets redacted."""
+    text = str(exc).strip()
+    first = text.splitlines()[0] if text else type(exc).__name__
+    if isinstance(exc, bad_input):
+        message = first
+    elif isinstance(exc, database_error):
+        lost = getattr(exc, "sqlstate", None) in ("57P01", "57P02", "57P03") or (
+            type(exc).__name__ == "OperationalError")
+        what = "lost the connection to PostgreSQL" if lost else "database error"
+        message = f"{what} ({type(exc).__name__}): {first}; the index keeps its last committed state"
+    else:
+        message = f"unexpected {type(exc).__name__}: {first} (run with --debug for the traceback)"
+    return redact_url(shown(message))
 
 
 if __name__ == "__main__":

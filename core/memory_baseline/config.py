@@ -11,11 +11,16 @@ from __future__ import annotations
 import dataclasses
 import re
 import tomllib
+import typing
 from dataclasses import dataclass, field, fields, is_dataclass, replace
 from pathlib import Path
 from typing import Any
 
 INDEX_NAME_PATTERN = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
+# Schemas PostgreSQL owns: an index created there would mix our tables, functions and
+# triggers into the catalogue (pg_*) or the default search path (public).
+RESERVED_INDEX_NAMES = frozenset({"public", "information_schema"})
+RESERVED_INDEX_PREFIX = "pg_"
 
 
 class ConfigError(ValueError):
@@ -32,6 +37,11 @@ def validate_index_name(name: str) -> str:
         raise ConfigError(
             f"invalid index name {name!r}: use 1-63 characters of a-z, 0-9 and _, "
             "not starting with a digit"
+        )
+    if name in RESERVED_INDEX_NAMES or name.startswith(RESERVED_INDEX_PREFIX):
+        raise ConfigError(
+            f"index name {name!r} is reserved by PostgreSQL (public, information_schema, pg_*): "
+            "choose another name"
         )
     return name
 
@@ -111,10 +121,18 @@ class Config:
     context: ContextConfig = field(default_factory=ContextConfig)
     reader: ReaderConfig = field(default_factory=ReaderConfig)
     max_file_bytes: int = 10_000_000
+    # Discovery limits: a corpus past either is refused before anything is read in full
+    # (`ingest /` would otherwise grow without bound).
+    max_files: int = 100_000
+    max_corpus_bytes: int = 2_000_000_000
+    # A refresh that would remove more than this share of the indexed sources (or one of
+    # an empty folder) is refused unless the user says --prune: a wrong path is not a deletion.
+    max_remove_share: float = 0.5
     hnsw_build: bool = True
 
     def __post_init__(self) -> None:
         validate_index_name(self.index)
+        validate_config(self)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -171,3 +189,105 @@ def _build(cls: type, data: dict[str, Any], where: str) -> Any:
         return cls(**kwargs)
     except TypeError as exc:
         raise ConfigError(f"bad configuration for [{where or 'top'}]: {exc}") from exc
+
+
+# -- load-time checks ---------------------------------------------------------
+# The names each choice accepts. Kept here (the modules that act on them import this
+# one, not the other way round); tests/test_hostile_input.py checks they equal the
+# registries of chunking, context and reading, so a new policy cannot be forgotten.
+CHOICES: dict[str, tuple[str, ...]] = {
+    "chunking.policy": ("sentences", "sections", "fixed", "whole"),
+    "retrieval.lexical": ("bm25", "tsrank-cd", "none"),
+    "retrieval.fusion": ("rrf", "blend"),
+    "retrieval.dense_plan": ("hnsw", "exact"),
+    "retrieval.hnsw_iterative_scan": ("off", "strict_order", "relaxed_order"),
+    "context.oversize_policy": ("truncate", "drop"),
+    "context.order": ("rank", "best-at-edges", "date"),
+    "reader.style": ("plain", "dated", "structured", "two-step", "focused"),
+}
+# Inclusive (low, high) bounds; None means unbounded on that side.
+RANGES: dict[str, tuple[float | None, float | None]] = {
+    "chunking.target_chars": (1, None),
+    "chunking.overlap_chars": (0, None),
+    "embedder.batch_size": (1, None),
+    "embedder.max_seq_length": (1, None),
+    "retrieval.per_path_candidates": (1, None),
+    "retrieval.rrf_k": (0, None),
+    "retrieval.blend_weight": (0.0, 1.0),
+    "retrieval.bm25_k1": (0.0, None),
+    "retrieval.bm25_b": (0.0, 1.0),
+    "retrieval.bm25_name_weight": (0.0, None),
+    "retrieval.hnsw_ef_search": (1, 1000),  # pgvector's own bounds for hnsw.ef_search
+    "rerank.top_n": (0, None),
+    "rerank.max_passage_tokens": (1, None),
+    "context.max_passages": (1, None),
+    "context.token_budget": (1, None),
+    "context.per_source_quota": (1, None),
+    "reader.max_answer_tokens": (1, None),
+    "reader.temperature": (0.0, None),
+    "reader.context_window": (1, None),
+    "reader.threads": (0, None),
+    "max_file_bytes": (1, None),
+    "max_files": (1, None),
+    "max_corpus_bytes": (1, None),
+    "max_remove_share": (0.0, 1.0),
+}
+
+
+def _type_ok(value: Any, expected: Any) -> bool:
+    """`value` has the annotated type; bool is not an int, an int is an acceptable float."""
+    options = typing.get_args(expected) if typing.get_origin(expected) in (typing.Union, _UnionType) else (expected,)  # noqa: E501
+    for option in options:
+        if option is type(None) and value is None:
+            return True
+        if option is bool and isinstance(value, bool):
+            return True
+        if option is int and isinstance(value, int) and not isinstance(value, bool):
+            return True
+        if option is float and isinstance(value, int | float) and not isinstance(value, bool):
+            return True
+        if option is str and isinstance(value, str):
+            return True
+    return False
+
+
+_UnionType = type(int | None)
+
+
+def _type_name(expected: Any) -> str:
+    return str(expected).replace("typing.", "").replace("<class '", "").replace("'>", "")
+
+
+def validate_config(config: Config) -> None:
+    """Type, range and choice of every value: a bad one is a load error naming the key."""
+    sections: list[tuple[str, Any]] = [("", config)]
+    sections += [(f.name, getattr(config, f.name)) for f in fields(config)
+                 if is_dataclass(getattr(config, f.name))]
+    for prefix, section in sections:
+        hints = typing.get_type_hints(type(section))
+        for item in fields(section):
+            value = getattr(section, item.name)
+            if is_dataclass(value):
+                if not isinstance(value, hints[item.name]):
+                    raise ConfigError(f"[{item.name}] must be a {hints[item.name].__name__}")
+                continue
+            key = f"{prefix}.{item.name}" if prefix else item.name
+            if not _type_ok(value, hints[item.name]):
+                raise ConfigError(
+                    f"config {key} = {value!r} must be of type {_type_name(hints[item.name])}"
+                )
+            if key in CHOICES and value not in CHOICES[key]:
+                raise ConfigError(
+                    f"config {key} = {value!r} is not one of: {', '.join(CHOICES[key])}"
+                )
+            if key in RANGES and value is not None:
+                low, high = RANGES[key]
+                if (low is not None and value < low) or (high is not None and value > high):
+                    bounds = (f"between {low} and {high}" if low is not None and high is not None
+                              else f">= {low}" if low is not None else f"<= {high}")
+                    raise ConfigError(f"config {key} = {value!r} is out of range: must be {bounds}")
+    if config.chunking.overlap_chars >= config.chunking.target_chars:
+        raise ConfigError(
+            f"config chunking.overlap_chars = {config.chunking.overlap_chars} must be smaller "
+            f"than chunking.target_chars = {config.chunking.target_chars}"
+        )

@@ -18,7 +18,9 @@ using git itself (subprocess, `git log` and `git cat-file`):
 History is walked from HEAD and every branch, tag and remote-tracking branch
 (``git log HEAD --branches --tags --remotes``), so checking out an old branch
 does not make other branches' history look gone. Merge commits contribute the
-changes they bring to their first parent, so a conflict resolution is kept.
+changes they bring to their first parent, so a conflict resolution is kept. A
+folder inside a work tree is a corpus of its own: its files, and only the
+history of that folder (``git log --relative``), with paths relative to it.
 Twelve hex digits are unambiguous in any repository of realistic size and keep
 citations readable; the full sha is in the commit message source.
 
@@ -35,13 +37,17 @@ import hashlib
 import os
 import re
 import subprocess
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
 from .ingest import (
+    MAX_SOURCE_ID_BYTES,
     Discovery,
     IngestError,
+    Limits,
     SkippedFile,
     SourceRecord,
     decode_text,
@@ -136,16 +142,21 @@ def repository_root(repo: str | Path) -> Path:
     return Path(top).resolve()
 
 
-def read_commits(root: Path) -> list[Commit]:
-    """Every commit reachable from HEAD, branches, tags and remotes, oldest first."""
+def read_commits(root: Path, subfolder: str | None = None) -> list[Commit]:
+    """Every commit reachable from HEAD, branches, tags and remotes, oldest first.
+
+    With `subfolder` (relative to the repository root), only commits that change
+    it, with paths relative to it: the history of that folder alone.
+    """
     revisions = ["--branches", "--tags", "--remotes"]
     if _git_ok(root, "rev-parse", "--verify", "-q", "HEAD^{commit}"):
         revisions.insert(0, "HEAD")  # a detached HEAD may be on no branch
     if not _git(root, "rev-list", "-n", "1", *revisions).strip():
         return []  # no commit yet
+    scope = [f"--relative={subfolder}", *revisions, "--", subfolder] if subfolder else revisions
     raw = _git(
         root, "log", "--reverse", "--date-order", "--no-renames", "--diff-merges=first-parent",
-        "--raw", "--no-abbrev", "-z", f"--format={_LOG_FORMAT}", *revisions,
+        "--raw", "--no-abbrev", "-z", f"--format={_LOG_FORMAT}", *scope,
     )
     return [_parse_commit(block) for block in raw.split(_RECORD.encode()) if block.strip(b"\0\n")]
 
@@ -228,12 +239,26 @@ def _commit_text(commit: Commit) -> str:
     return "\n".join(head) + "\n\n" + body + files + "\n"
 
 
-def discover_git(repo: str | Path, *, max_bytes: int = 10_000_000) -> Discovery:
-    """Observe the work tree, every historical text version and every commit message."""
-    root = repository_root(repo)
-    found = discover(root, max_bytes=max_bytes)
+def discover_git(
+    repo: str | Path, *, max_bytes: int = 10_000_000, limits: Limits | None = None,
+    on_progress: Callable[[str], None] | None = None,
+) -> Discovery:
+    """Observe the work tree, every historical text version and every commit message.
+
+    `repo` may be a folder inside a work tree: then that folder is the corpus
+    root, and only its history is read (paths relative to it). `on_progress`
+    receives a line per phase; the counts end up in `Discovery.summary`.
+    """
+    started = time.perf_counter()
+    say = on_progress or (lambda _message: None)
+    top = repository_root(repo)
+    root = Path(repo).expanduser().resolve()
+    subfolder = root.relative_to(top).as_posix() if root != top else None
+    found = discover(root, max_bytes=max_bytes, limits=limits)
     found.kind = "git"
-    commits = read_commits(root)
+    say(f"git: work tree read ({len(found.sources)} files); reading the commit log")
+    commits = read_commits(top, subfolder)
+    say(f"git: {len(commits)} commits read; collecting historical versions")
     current = {record.source_id: record.content_hash for record in found.sources}
 
     first_seen: dict[tuple[str, str], Commit] = {}
@@ -259,18 +284,21 @@ def discover_git(repo: str | Path, *, max_bytes: int = 10_000_000) -> Discovery:
             found.skipped.append(SkippedFile(printable_path(source_id), unsupported_reason(path)))
         elif printable_path(path) != path:
             found.skipped.append(SkippedFile(printable_path(source_id), "undecodable-name"))
+        elif len(source_id.encode("utf-8")) > MAX_SOURCE_ID_BYTES:
+            found.skipped.append(SkippedFile(source_id, "path-too-long"))
         elif change_mode in (_SYMLINK_MODE, _SUBMODULE_MODE):
             found.skipped.append(SkippedFile(source_id, "symlink"
                                              if change_mode == _SYMLINK_MODE else "unsupported"))
         else:
             wanted.append((path, blob, commit, kind))
 
-    sizes = _blob_sizes(root, sorted({blob for _, blob, _, _ in wanted}))
+    sizes = _blob_sizes(top, sorted({blob for _, blob, _, _ in wanted}))
     small = [item for item in wanted if sizes.get(item[1], 0) <= max_bytes]
     for path, blob, commit, _ in wanted:
         if sizes.get(blob, 0) > max_bytes:
             found.skipped.append(SkippedFile(version_id(path, commit.sha), "too-large"))
-    contents = _read_blobs(root, sorted({blob for _, blob, _, _ in small}))
+    say(f"git: reading {len(small)} historical versions")
+    contents = _read_blobs(top, sorted({blob for _, blob, _, _ in small}))
     for path, blob, commit, kind in small:
         source_id = version_id(path, commit.sha)
         data = contents[blob]
@@ -280,9 +308,15 @@ def discover_git(repo: str | Path, *, max_bytes: int = 10_000_000) -> Discovery:
             continue
         content_hash = hashlib.sha256(data).hexdigest()
         if current.get(path) == content_hash:
-            continue  # the working-tree source holds these exact bytes
+            found.present.add(source_id)  # the working-tree source holds these exact bytes
+            continue
         found.sources.append(SourceRecord(
             source_id=source_id, path=f"{root / path}@{commit.sha}", kind=kind, text=text,
             content_hash=content_hash, size_bytes=len(data), artifact_time=commit.authored,
         ))
+    versions = sum(1 for record in found.sources if record.kind != COMMIT_KIND) - len(current)
+    found.summary = {"repository": str(top), "subfolder": subfolder, "commits": len(commits),
+                     "versions": versions, "seconds": round(time.perf_counter() - started, 3)}
+    say(f"git: {len(commits)} commits and {versions} historical versions observed in "
+        f"{found.summary['seconds']:.1f} s")
     return found

@@ -1,19 +1,22 @@
 """Discover and read a corpus into source records with provenance.
 
-A source is a readable, non-empty UTF-8 text file under the corpus root; its id
+A source is a readable, non-empty UTF-8 (or BOM-marked UTF-16) text file under
+the corpus root, opened without following any link out of it; its id
 is the path relative to that root (POSIX separators). For each source we keep
 what is ordinary retrieval metadata and nothing interpretive: a kind derived
 from the file name, the SHA-256 of its bytes, its size, and a timestamp when
 the artifact itself states one. Anything that cannot be read is *reported*
 with a reason — binary, invalid UTF-8, empty, too large, unsupported type, a
-link leading outside the root, an I/O error — never a crash and never silently
-dropped. A file that was read before and now fails is a failed observation,
+link (symbolic or hard) leading outside the root, a path too long to name a
+source, an I/O error — never a crash and never silently dropped. A file that
+was read before and now fails, for any of these reasons, is a failed observation,
 not a deletion (see `memory_baseline.refresh`); so is every indexed file under
 a directory that could not be listed, which `Discovery.unlisted` records.
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import re
@@ -70,7 +73,7 @@ class SourceRecord:
 @dataclass(frozen=True)
 class SkippedFile:
     path: str  # relative to the root where possible
-    reason: str  # binary | invalid-utf8 | empty | too-large | unsupported | outside-root
+    reason: str  # binary | empty | too-large | unsupported | outside-root | path-too-long
     #             | undecodable-name | not-a-regular-file | directory-link
     #             | symlink (a link stored in git history)
 
@@ -90,6 +93,9 @@ class Discovery:
     `unlisted` holds directories (relative paths, "." for the root) whose listing
     failed: files indexed under them were not observed, so they are not absent.
     `kind` is "folder" for a directory walk and "git" for a repository's history.
+    `present` holds ids known to exist that were deliberately not emitted as
+    sources (a git version byte-identical to its working-tree file); `summary`
+    holds counts a long observation reports (git: commits, versions, seconds).
     """
 
     root: Path
@@ -98,6 +104,8 @@ class Discovery:
     failed: list[FailedRead] = field(default_factory=list)
     unlisted: list[FailedRead] = field(default_factory=list)
     kind: str = "folder"
+    present: set[str] = field(default_factory=set)
+    summary: dict[str, object] = field(default_factory=dict)
 
 
 def source_kind(relative: str) -> str | None:
@@ -123,6 +131,31 @@ def printable_path(relative: str) -> str:
     return relative.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
+# A source id is also a search term of its own chunks (`name_terms`), and PostgreSQL
+# refuses a lexeme over 2,046 bytes ("word is too long"), which would roll back a whole
+# refresh every time. Longer relative paths are skipped with a reason; the margin leaves
+# room for a git version's "@<sha12>" and case folding that lengthens a name.
+MAX_SOURCE_ID_BYTES = 1024
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_DIRECTORY_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | _CLOEXEC
+# O_NONBLOCK: opening a FIFO must not wait for a writer; O_NOCTTY: a terminal device
+# must not become ours. fstat on the descriptor then decides what was opened.
+_FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | _CLOEXEC
+_LINK_ERRNOS = {errno.ELOOP, errno.ENOTDIR, errno.EMLINK}
+
+
+class LimitExceeded(IngestError):
+    """The corpus is larger than the configured discovery limits (bad input, exit code 2)."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Discovery limits: files listed and bytes read, before the corpus is refused."""
+
+    max_files: int | None = None
+    max_total_bytes: int | None = None
+
+
 def iter_candidate_files(
     root: Path,
     unlisted: list[FailedRead] | None = None,
@@ -132,7 +165,8 @@ def iter_candidate_files(
 
     A directory that cannot be listed is appended to `unlisted` rather than
     skipped in silence (os.walk's default), so its files are never taken for gone;
-    a link to a directory is reported in `skipped`.
+    a link to a directory is reported in `skipped`, and so is a directory whose
+    relative path is already too long to name a source.
     """
 
     def listing_failed(error: OSError) -> None:
@@ -147,10 +181,13 @@ def iter_candidate_files(
     for directory, subdirs, files in os.walk(root, onerror=listing_failed, followlinks=False):
         kept = []
         for name in sorted(d for d in subdirs if d not in SKIP_DIRS and not d.startswith(".")):
+            relative = (Path(directory) / name).relative_to(root).as_posix()
             if (Path(directory) / name).is_symlink():
                 if skipped is not None:
-                    relative = (Path(directory) / name).relative_to(root).as_posix()
                     skipped.append(SkippedFile(printable_path(relative), "directory-link"))
+            elif len(os.fsencode(relative)) > MAX_SOURCE_ID_BYTES:
+                if skipped is not None:
+                    skipped.append(SkippedFile(printable_path(relative), "path-too-long"))
             else:
                 kept.append(name)
         subdirs[:] = kept
@@ -159,17 +196,36 @@ def iter_candidate_files(
             yield path, path.relative_to(root).as_posix()
 
 
-def discover(root: str | Path, *, max_bytes: int = 10_000_000) -> Discovery:
-    """Read every supported file under `root` into a `SourceRecord`, reporting the rest."""
+def discover(
+    root: str | Path, *, max_bytes: int = 10_000_000, limits: Limits | None = None
+) -> Discovery:
+    """Read every supported file under `root` into a `SourceRecord`, reporting the rest.
+
+    Past `limits` (files listed, bytes read) the whole corpus is refused with
+    `LimitExceeded` before anything is written: a half-read corpus would look like
+    deletions to a refresh.
+    """
     root_path = Path(root).expanduser()
     if not root_path.is_dir():
         raise IngestError(f"corpus root {root} is not a directory")
     root_path = root_path.resolve()
+    limits = limits or Limits()
     found = Discovery(root=root_path)
-    for path, relative in iter_candidate_files(root_path, found.unlisted, found.skipped):
-        outcome = read_source(root_path, path, relative, max_bytes=max_bytes)
+    candidates = list(_bounded(iter_candidate_files(root_path, found.unlisted, found.skipped),
+                               limits.max_files, root_path))
+    names_by_identity = _names_by_identity(candidates)
+    total_bytes = 0
+    for path, relative in candidates:
+        outcome = read_source(root_path, path, relative, max_bytes=max_bytes,
+                              names_by_identity=names_by_identity)
         if isinstance(outcome, SourceRecord):
             found.sources.append(outcome)
+            total_bytes += outcome.size_bytes
+            if limits.max_total_bytes is not None and total_bytes > limits.max_total_bytes:
+                raise LimitExceeded(
+                    f"{root_path} holds more than {limits.max_total_bytes:,} bytes of text "
+                    "(config max_corpus_bytes): index a smaller folder or raise the limit"
+                )
         elif isinstance(outcome, FailedRead):
             found.failed.append(outcome)
         else:
@@ -177,34 +233,129 @@ def discover(root: str | Path, *, max_bytes: int = 10_000_000) -> Discovery:
     return found
 
 
+def _bounded(
+    candidates: Iterator[tuple[Path, str]], max_files: int | None, root: Path
+) -> Iterator[tuple[Path, str]]:
+    for count, candidate in enumerate(candidates, 1):
+        if max_files is not None and count > max_files:
+            raise LimitExceeded(
+                f"{root} holds more than {max_files:,} files (config max_files): "
+                "index a smaller folder or raise the limit"
+            )
+        yield candidate
+
+
+def _names_by_identity(candidates: list[tuple[Path, str]]) -> dict[tuple[int, int], int]:
+    """How many names under the root each multiply-linked file has (by device and inode)."""
+    counts: dict[tuple[int, int], int] = {}
+    for path, _ in candidates:
+        try:
+            status = path.lstat()
+        except OSError:
+            continue
+        if stat.S_ISREG(status.st_mode) and status.st_nlink > 1:
+            identity = (status.st_dev, status.st_ino)
+            counts[identity] = counts.get(identity, 0) + 1
+    return counts
+
+
+def open_under_root(root: Path, relative: str) -> int:
+    """A descriptor of `relative`, resolved one component at a time from `root`.
+
+    No component may be a link (O_NOFOLLOW at every step, each directory opened
+    relative to the previous one's descriptor, as openat does), so a path swapped
+    for a link between a check and the open cannot lead outside the root: it fails
+    with ELOOP/ENOTDIR instead. The caller owns the returned descriptor.
+    """
+    parts = relative.split("/")
+    if any(part in ("", ".", "..") for part in parts):
+        raise OSError(errno.EINVAL, "not a plain relative path", relative)
+    directory = os.open(root, _DIRECTORY_FLAGS)
+    try:
+        for part in parts[:-1]:
+            inner = os.open(part, _DIRECTORY_FLAGS, dir_fd=directory)
+            os.close(directory)
+            directory = inner
+        return os.open(parts[-1], _FILE_FLAGS, dir_fd=directory)
+    finally:
+        os.close(directory)
+
+
+def _open_source(root: Path, path: Path, relative: str) -> int | SkippedFile | FailedRead:
+    """Open the file itself, or the target of a link that stays inside the root."""
+    try:
+        return open_under_root(root, relative)
+    except OSError as exc:
+        if exc.errno not in _LINK_ERRNOS:
+            raise
+    # A link on the way: resolve it, refuse a target outside the root, then open the
+    # target by the same no-follow walk (a link swapped in meanwhile fails there too).
+    try:
+        target = path.resolve(strict=True)
+    except FileNotFoundError:
+        return FailedRead(relative, "broken link")
+    except (OSError, RuntimeError) as exc:  # RuntimeError: a link loop (Python < 3.13)
+        return FailedRead(relative, f"unreadable: link loop or bad link: {exc.__class__.__name__}")
+    if not target.is_relative_to(root):
+        return SkippedFile(relative, "outside-root")
+    if target == root:
+        return SkippedFile(relative, "directory-link")
+    try:
+        return open_under_root(root, target.relative_to(root).as_posix())
+    except OSError as exc:
+        if exc.errno in _LINK_ERRNOS:
+            return FailedRead(relative, "changed during the read (a link appeared on its path)")
+        raise
+
+
 def read_source(
-    root: Path, path: Path, relative: str, *, max_bytes: int
+    root: Path, path: Path, relative: str, *, max_bytes: int,
+    names_by_identity: dict[tuple[int, int], int] | None = None,
 ) -> SourceRecord | SkippedFile | FailedRead:
+    """Read one candidate file safely: never outside the root, never blocking.
+
+    What is judged is the opened descriptor (fstat), not the name: a FIFO, device
+    or socket swapped in is not read, and a file with more hard links than
+    `names_by_identity` counts under the root (its other names lie outside) is
+    refused like a link that leaves the root. Without `names_by_identity` any
+    multiply-linked file is refused.
+    """
     kind = source_kind(relative)
     if kind is None:
         return SkippedFile(printable_path(relative), unsupported_reason(relative))
     if printable_path(relative) != relative:
         # A name that is not valid UTF-8 cannot be a source id (PostgreSQL text, JSON).
         return SkippedFile(printable_path(relative), "undecodable-name")
+    if len(relative.encode("utf-8")) > MAX_SOURCE_ID_BYTES:
+        return SkippedFile(relative, "path-too-long")
     try:
-        if path.is_symlink():
-            target = path.resolve()
-            if not target.is_relative_to(root):
-                return SkippedFile(relative, "outside-root")
-        status = path.stat()
-        if not stat.S_ISREG(status.st_mode):
-            # A FIFO would block the read forever; devices and sockets are not documents.
-            return SkippedFile(relative, "not-a-regular-file")
-        size = status.st_size
-        if size > max_bytes:
-            return SkippedFile(relative, "too-large")
-        data = path.read_bytes()
+        opened = _open_source(root, path, relative)
+        if not isinstance(opened, int):
+            return opened
+        try:
+            status = os.fstat(opened)
+            if stat.S_ISDIR(status.st_mode):
+                return SkippedFile(relative, "directory-link")
+            if not stat.S_ISREG(status.st_mode):
+                # A FIFO would block the read forever; devices and sockets are not documents.
+                return SkippedFile(relative, "not-a-regular-file")
+            if status.st_nlink > 1:
+                inside = (names_by_identity or {}).get((status.st_dev, status.st_ino), 0)
+                if inside < status.st_nlink:
+                    return SkippedFile(relative, "outside-root")  # a hard link's other names
+            if status.st_size > max_bytes:
+                return SkippedFile(relative, "too-large")
+            data = _read_at_most(opened, max_bytes + 1)
+        finally:
+            os.close(opened)
     except FileNotFoundError:
-        return FailedRead(relative, "broken link" if path.is_symlink() else "vanished during the read")
-    except (OSError, RuntimeError) as exc:  # RuntimeError: symlink loop on resolve()
-        return FailedRead(relative, f"unreadable: {exc.__class__.__name__}: {exc}")
+        return FailedRead(relative, "vanished during the read")
+    except OSError as exc:
+        return FailedRead(relative, f"unreadable: {exc.__class__.__name__}: {exc.strerror}")
+    if len(data) > max_bytes:
+        return SkippedFile(relative, "too-large")  # it grew after fstat
     text, not_text = decode_text(data)
-    if not_text == "invalid-utf8":
+    if not_text and not_text.startswith("invalid-"):
         return FailedRead(relative, not_text)
     if not_text:
         return SkippedFile(relative, not_text)
@@ -219,20 +370,47 @@ def read_source(
     )
 
 
-def decode_text(data: bytes) -> tuple[str, str | None]:
-    """`(text, None)` for a text file's bytes, else `("", reason)`: empty, binary, invalid-utf8.
+def _read_at_most(descriptor: int, limit: int) -> bytes:
+    os.set_blocking(descriptor, True)  # a regular file: O_NONBLOCK served only the open
+    pieces: list[bytes] = []
+    remaining = limit
+    while remaining > 0:
+        piece = os.read(descriptor, min(remaining, 1 << 20))
+        if not piece:
+            break
+        pieces.append(piece)
+        remaining -= len(piece)
+    return b"".join(pieces)
 
-    Any NUL byte marks a file binary (PostgreSQL text cannot hold NUL, so a NUL
+
+_UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
+_UTF32_BOMS = (b"\xff\xfe\x00\x00", b"\x00\x00\xfe\xff")
+
+
+def decode_text(data: bytes) -> tuple[str, str | None]:
+    """`(text, None)` for a text file's bytes, else `("", reason)`.
+
+    Reasons: empty, binary, invalid-utf8, invalid-utf16. UTF-8 is the default;
+    a UTF-16 byte-order mark (what Windows editors write as "Unicode") selects
+    UTF-16. Any NUL marks a file binary (PostgreSQL text cannot hold NUL, so a NUL
     past the first block must not reach the store either). Text that is only
     whitespace once decoded (a lone BOM, ideographic spaces) is empty: it would
     make a source without chunks.
     """
-    if b"\x00" in data:
+    if data.startswith(_UTF16_BOMS) and not data.startswith(_UTF32_BOMS):
+        try:
+            text = data.decode("utf-16")
+        except UnicodeDecodeError:
+            return "", "invalid-utf16"
+    elif b"\x00" in data:
         return "", "binary"
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        return "", "invalid-utf8"
+    else:
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            return "", "invalid-utf8"
+    if "\x00" in text:
+        return "", "binary"
     text = text.removeprefix("\ufeff")
     if not text.strip():
         return "", "empty"

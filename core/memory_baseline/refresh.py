@@ -13,17 +13,26 @@ messages (`memory_baseline.git_history`). Its decisions:
   creation included (embedding is streamed into it in batches): a crash at any
   point (kill -9 included) leaves the previous index, and concurrent readers
   see either the old or the new version, never a source hash ahead of its
-  chunks, never two representations mixed. Writers of one index are
-  serialised by an advisory lock. A change of vector *dimension* alters the
+  chunks, never two representations mixed (a search reads one snapshot,
+  `Store.snapshot`). Writers of one index are serialised by an advisory lock,
+  taken before the schema is created, so two first writes wait rather than
+  collide. A change of vector *dimension* alters the
   column, which locks the chunks table until commit: readers wait, they do
   not see a half-built index. The HNSW index is (re)built and statistics
   refreshed after the commit; a crash there costs only the next refresh's time;
-- a file that exists but cannot be read (I/O error, permissions, invalid
-  UTF-8, vanished mid-read), and every indexed file under a directory that
-  could not be listed, is a *failed observation*: its indexed content is kept,
-  marked and reported. Only a file absent from a successful observation is
-  removed, and only by `refresh`. A folder refresh of an index that holds git
-  history is refused: it would remove that history;
+- an indexed file that exists but cannot be used now (I/O error, permissions,
+  invalid UTF-8, vanished mid-read, emptied or truncated mid-write, binary,
+  too large, replaced by a FIFO, socket, directory or a link out of the root),
+  every indexed file under a directory that could not be listed, and every
+  history version or commit that a rewrite or a deleted branch made
+  unreachable, is a *failed observation*: its indexed content is kept, marked
+  and reported. Only a file really gone (its path absent) is removed, and only
+  by `refresh`; `prune=True` (`refresh --prune`) also removes the present but
+  unusable ones. A folder refresh of an index that holds git history is
+  refused: it would remove that history;
+- a refresh of a folder without a single readable source, or one that would
+  remove more than `Config.max_remove_share` of the indexed sources, is refused
+  (`RefreshRefused`) without `prune`: a wrong path is not a deletion;
 - a source that is kept without being re-read (a failed observation, or under
   `ingest` a stored source absent from this corpus) while the representation
   changes is *carried over*: its stored chunk texts are re-embedded with the
@@ -38,6 +47,7 @@ messages (`memory_baseline.git_history`). Its decisions:
 
 from __future__ import annotations
 
+import stat
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field, replace
@@ -52,13 +62,17 @@ from .config import Config
 from .embedders import Embedder, get_embedder
 from .git_history import discover_git, split_history_id
 from .identifiers import extract_identifiers, path_identifiers
-from .ingest import Discovery, FailedRead, SourceRecord, discover
+from .ingest import MAX_SOURCE_ID_BYTES, Discovery, FailedRead, Limits, SourceRecord, discover
 from .representation import representation_id
 from .store import ChunkRow, Store, StoredSource, StoreError
 
 WRITE_BATCH_CHUNKS = 256
 CARRIED_OVER_KEY = "carried_over"
 GIT_REPOSITORY_KEY = "git_repository"
+
+
+class RefreshRefused(StoreError):
+    """A refresh would remove more than it should without being told to (bad input)."""
 
 
 @dataclass(frozen=True)
@@ -79,8 +93,10 @@ class SyncReport:
     carried_over: list[str] = field(default_factory=list)
     unchanged: int = 0
     removed: list[str] = field(default_factory=list)
+    pruned: list[str] = field(default_factory=list)  # removed although present (--prune)
     failed_observations: list[FailedObservation] = field(default_factory=list)
     skipped: list[dict[str, str]] = field(default_factory=list)
+    discovery: dict[str, object] = field(default_factory=dict)  # e.g. git: commits, versions
     chunks_written: int = 0
     hnsw_built: bool = False
     seconds: dict[str, float] = field(default_factory=dict)
@@ -89,6 +105,7 @@ class SyncReport:
     def changed_anything(self) -> bool:
         return bool(
             self.added or self.changed or self.reembedded or self.carried_over or self.removed
+            or self.pruned
         )
 
     def to_dict(self) -> dict:
@@ -128,17 +145,26 @@ def sync(
     on_batch_written: Callable[[int], None] | None = None,
     git: bool = False,
     discovery: Discovery | None = None,
+    prune: bool = False,
+    on_progress: Callable[[str], None] | None = None,
 ) -> SyncReport:
     """Index `root` (a folder, or with `git=True` a repository) into `config.index`.
 
     `discovery` replaces the observation of `root` (tests, other connectors).
+    `prune` (refresh only) also removes indexed sources that are present but
+    unusable, and history no longer reachable, and lifts the removal guard.
+    `on_progress` receives one-line progress messages of a long observation (git).
     See the module docstring for the rules.
     """
     started = time.perf_counter()
     embedder = embedder or get_embedder(config.embedder)
     if discovery is None:
-        observe = discover_git if git else discover
-        discovery = observe(root, max_bytes=config.max_file_bytes)
+        limits = Limits(max_files=config.max_files, max_total_bytes=config.max_corpus_bytes)
+        if git:
+            discovery = discover_git(root, max_bytes=config.max_file_bytes, limits=limits,
+                                     on_progress=on_progress)
+        else:
+            discovery = discover(root, max_bytes=config.max_file_bytes, limits=limits)
     discovered_at = time.perf_counter()
 
     store = Store(conn, config.index)
@@ -156,6 +182,7 @@ def sync(
     report = SyncReport(index=config.index, root=str(discovery.root), representation_id=rep_id,
                         corpus_kind=discovery.kind)
     report.skipped = [{"path": s.path, "reason": s.reason} for s in discovery.skipped]
+    report.discovery = dict(discovery.summary)
     seconds = {"discover": discovered_at - started, "chunk": 0.0, "embed": 0.0, "write": 0.0}
     chunker = chunker_identity(config.chunking)
 
@@ -171,7 +198,9 @@ def sync(
         stored = store.sources()
         carried_before = set(store.get_meta(CARRIED_OVER_KEY) or [])
         plan = _plan(discovery, stored, rep_id, report, carried_before,
-                     remove_missing=remove_missing, force_all=rebuild_dimension)
+                     remove_missing=remove_missing, force_all=rebuild_dimension, prune=prune)
+        if remove_missing and not prune:
+            _refuse_large_removal(report, stored, discovery, config)
         # Read the kept chunks before any delete (a dimension change empties the table).
         kept_rows = store.stored_chunk_rows(plan.carry_over) if plan.carry_over else []
         if rebuild_dimension:
@@ -219,8 +248,8 @@ def sync(
             store.mark_failed(failure.source_id, failure.reason + note)
         store.touch_sources(plan.touch)
         if remove_missing:
-            store.remove_sources(report.removed)
-            carried_now -= set(report.removed)
+            store.remove_sources(report.removed + report.pruned)
+            carried_now -= set(report.removed) | set(report.pruned)
         store.set_meta(CARRIED_OVER_KEY, sorted(carried_now))
         store.set_meta("corpus_root", str(discovery.root))
         store.set_meta("corpus_kind", discovery.kind)
@@ -251,8 +280,17 @@ def _plan(
     *,
     remove_missing: bool,
     force_all: bool,
+    prune: bool = False,
 ) -> _Plan:
-    """Sort every observed and stored source into exactly one outcome of this sync."""
+    """Sort every observed and stored source into exactly one outcome of this sync.
+
+    An indexed source leaves the index only when it is really gone: its path no
+    longer exists (a folder), or its working-tree file was deleted (git). Present
+    but unusable (emptied, binary, too large, replaced by a FIFO, a directory or a
+    link out of the root), or a history version no longer reachable (an amended
+    commit, a deleted branch), it is a failed observation and keeps its last good
+    content, unless `prune` asks for exactly what is usable now.
+    """
     reprocess: list[SourceRecord] = []
     touch: list[str] = []
     for record in discovery.sources:
@@ -272,21 +310,50 @@ def _plan(
         reprocess.append(record)
 
     failed: dict[str, str] = {}
+    unusable: set[str] = set()  # present, but not readable as a source now (prunable)
     for failure in discovery.failed:
         if failure.source_id in stored:
             failed[failure.source_id] = failure.reason
+            unusable.add(failure.source_id)
         else:
             report.skipped.append({"path": failure.source_id, "reason": failure.reason})
-    seen = {r.source_id for r in discovery.sources} | {f.source_id for f in discovery.failed}
+    kept_skips = []
+    for skip in report.skipped:
+        if skip["path"] in stored and skip["path"] not in failed:
+            failed[skip["path"]] = f"{skip['reason']} (last good content kept)"
+            unusable.add(skip["path"])
+        else:
+            kept_skips.append(skip)
+    report.skipped = kept_skips
+    seen = {r.source_id for r in discovery.sources} | set(failed)
+    observed_hashes = {r.content_hash for r in discovery.sources}
     retained: list[str] = []
     for source_id in sorted(set(stored) - seen):
         directory = _unlisted_parent(source_id, discovery)
+        present = _still_present(discovery, source_id)
+        if (present is None and discovery.kind == "git" and split_history_id(source_id) is None
+                and stored[source_id].content_hash not in observed_hashes):
+            # Gone from the work tree and its wording is in no reachable version (a file
+            # of a deleted branch): removing it would drop that history.
+            present = "gone from the work tree and from every reachable version"
         if directory is not None:
             failed[source_id] = f"{directory.reason} (directory {directory.source_id})"
+        elif source_id in discovery.present:
+            if remove_missing:  # its content is held by another source now
+                report.removed.append(source_id)
+            else:
+                retained.append(source_id)
+        elif present is not None:
+            failed[source_id] = f"{present} (last good content kept)"
+            unusable.add(source_id)
         elif remove_missing:
             report.removed.append(source_id)
         else:
             retained.append(source_id)  # ingest never removes
+    if prune and remove_missing:
+        report.pruned = sorted(unusable)
+        for source_id in unusable:
+            del failed[source_id]
     report.failed_observations = [FailedObservation(s, failed[s]) for s in sorted(failed)]
 
     carry_over = [
@@ -295,6 +362,48 @@ def _plan(
     ]
     report.carried_over = carry_over
     return _Plan(reprocess=reprocess, carry_over=carry_over, touch=touch)
+
+
+def _still_present(discovery: Discovery, source_id: str) -> str | None:
+    """Why an indexed source that was not read is not gone, or None when it is gone.
+
+    A history version or commit absent from this walk of the history was rewritten
+    or its branch deleted: history does not disappear by a rewrite. A file path that
+    still exists (now a directory, say) is present but unusable.
+    """
+    history = split_history_id(source_id)
+    if history is not None and discovery.kind == "git":
+        return "no longer reachable in the repository's history"
+    if history is not None or len(source_id.encode("utf-8")) > MAX_SOURCE_ID_BYTES:
+        return None
+    try:
+        mode = (discovery.root / source_id).lstat().st_mode
+    except OSError:
+        return None
+    kind = ("a directory" if stat.S_ISDIR(mode) else "a link" if stat.S_ISLNK(mode)
+            else "a regular file" if stat.S_ISREG(mode) else "a special file")
+    return f"the path is now {kind}"
+
+
+def _refuse_large_removal(
+    report: SyncReport, stored: dict[str, StoredSource], discovery: Discovery, config: Config
+) -> None:
+    """A wrong or emptied folder is not a deletion: refuse unless the user says --prune."""
+    if not report.removed:
+        return
+    if not discovery.sources:
+        raise RefreshRefused(
+            f"{discovery.root} holds no readable sources: refreshing would remove all "
+            f"{len(report.removed)} indexed sources of {config.index!r}; check the path, "
+            "or pass --prune to empty the index"
+        )
+    share = len(report.removed) / len(stored)
+    if share > config.max_remove_share:
+        raise RefreshRefused(
+            f"refresh would remove {len(report.removed)} of {len(stored)} indexed sources "
+            f"({share:.0%}, more than max_remove_share {config.max_remove_share:.0%}): "
+            "check the path, or pass --prune"
+        )
 
 
 def _unlisted_parent(source_id: str, discovery: Discovery) -> FailedRead | None:

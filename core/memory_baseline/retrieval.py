@@ -267,8 +267,13 @@ class Retriever:
             )
 
     def retrieve(self, query: str) -> RetrievalResult:
+        """Every stage of one query, all read from one snapshot of the index."""
         if not query.strip():
             raise ValueError("empty query")
+        with self.store.snapshot():
+            return self._retrieve(query)
+
+    def _retrieve(self, query: str) -> RetrievalResult:
         settings = self.config.retrieval
         depth = settings.per_path_candidates
         stages: list[Stage] = []

