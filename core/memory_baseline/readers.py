@@ -1,10 +1,11 @@
 """Readers: turn admitted passages into an answer that names its evidence.
 
-One prompt template lives here (`build_messages`): answer only from the
-supplied history, cite source ids as ``[path]``, keep what was proposed apart
-from what was decided, and say "insufficient evidence" when the sources do
-not answer. Every reader renders its prompt through it and counts tokens with
-its own tokenizer; context assembly uses that same count, so the budget in
+How a reader is asked lives in `memory_baseline.reading`, every style there,
+the plain control (`build_messages`) too: answer only from the supplied
+history, cite source ids as ``[path]``, keep what was proposed apart from what
+was decided, and say "insufficient evidence" when the sources do not answer.
+Every reader renders its prompt through it and counts tokens with its own
+tokenizer; context assembly uses that same count, so the budget in
 the trace is the prompt the reader really received.
 
 Citations are parsed from the answer text (bracketed ids, also ``[source: a, b]``
@@ -60,80 +61,18 @@ from . import reading
 from .answer_cache import AnswerCache, cache_key
 from .config import ReaderConfig
 from .context import Passage
-
-INSUFFICIENT = "insufficient evidence"
-
-SYSTEM_PROMPT = (
-    "You answer questions about a software project's history. Use only the sources "
-    "provided; do not rely on outside knowledge.\n"
-    "Rules:\n"
-    # The example id is deliberately no corpus's id, so it cannot nudge the model
-    # towards a real source.
-    "1. After each claim, cite the source id it comes from in square brackets, e.g. "
-    "[path/to/file.md]. Cite only ids listed in the sources.\n"
-    "2. Keep proposals apart from decisions: if something was only proposed, say so; if it "
-    "was rejected or superseded, say that, with the date.\n"
-    "3. When the question gives a date, answer for that date.\n"
-    f"4. If the sources do not answer the question, reply exactly: {INSUFFICIENT}.\n"
-    "Be brief."
+from .reading import (  # used here, and importable from here as before
+    INSUFFICIENT,
+    PROMPT_TEMPLATE_SHA256,
+    build_messages,
+    style_messages,
 )
-# Repeated after the question: small models follow the instruction nearest the end best.
-ANSWER_REMINDER = (
-    "Cite the source id in square brackets after each claim. If the sources do not answer "
-    f"the question, reply exactly: {INSUFFICIENT}."
-)
-# Recorded in every LLM reader's identity: a changed template is a different reader.
+
 
 class ReaderError(ValueError):
     """A reader cannot run: unknown name, server unreachable, prompt too long."""
 
 
-def render_passage(passage: Passage) -> str:
-    details = [passage.kind]
-    if passage.artifact_date:
-        details.append(f"dated {passage.artifact_date}")
-    if passage.section:
-        details.append(f"section: {passage.section}")
-    return f"### Source [{passage.source_id}] ({', '.join(details)})\n{passage.text.strip()}"
-
-
-# With no history at all (the no-memory condition, or an empty index) the reader is
-# not told to refuse: "no memory" means no retrieved project history, not empty model
-# weights, so it answers from general knowledge and says that it did.
-SYSTEM_PROMPT_NO_HISTORY = (
-    "You help with a software project, but no project history is available for this "
-    "question. Answer from general knowledge, say briefly that no project records were "
-    "consulted, and when a configuration or code is asked for, write it in a fenced code "
-    "block. Be brief."
-)
-
-
-def build_messages(query: str, passages: Sequence[Passage], as_of: str | None, *,
-                   history: bool = True) -> list[dict]:
-    """The one plain prompt template: a system message and a user message with the sources.
-
-    `history=False` (the no-memory condition) asks without any project history. With
-    history consulted and no passage found, LLM readers abstain without a call
-    (`LocalLLMReader.answer`); the template still renders, for counting.
-    """
-    parts = []
-    if as_of:
-        parts.append(f"The question is asked as of {as_of}.")
-    if not history:
-        parts.append(f"Question: {query.strip()}")
-        return [{"role": "system", "content": SYSTEM_PROMPT_NO_HISTORY},
-                {"role": "user", "content": "\n\n".join(parts)}]
-    sources = "\n\n".join(render_passage(p) for p in passages) or "(none found in the project history)"
-    parts.append("Sources:\n\n" + sources)
-    parts.append(f"Question: {query.strip()}")
-    parts.append(ANSWER_REMINDER)
-    return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": "\n\n".join(parts)}]
-
-
-# Recorded in every LLM reader's identity: a changed template is a different reader.
-PROMPT_TEMPLATE_SHA256 = hashlib.sha256(
-    (SYSTEM_PROMPT + SYSTEM_PROMPT_NO_HISTORY + ANSWER_REMINDER).encode("utf-8")
-).hexdigest()[:16]
 
 
 @dataclass(frozen=True)
@@ -262,14 +201,6 @@ class Reader(Protocol):
 
     def answer(self, query: str, passages: Sequence[Passage], as_of: str | None, *,
                history: bool = True) -> Answer: ...
-
-
-def style_messages(style: str, query: str, passages: Sequence[Passage], as_of: str | None, *,
-                   history: bool = True) -> list[dict]:
-    """A reading style's first prompt; without history, the same style with no records."""
-    if style == "plain":
-        return build_messages(query, passages, as_of, history=history)
-    return reading.messages_for(style, query, passages, as_of, history=history)
 
 
 def no_evidence_answer(identity: dict) -> Answer:
