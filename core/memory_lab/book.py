@@ -244,19 +244,30 @@ def publish(profile: str = "full", repo: str | Path | None = None) -> Path:
         raise BookError(f"not executed under the {profile!r} profile: {', '.join(wrong)} "
                         f"(run `memory-baseline book --profile {profile}` first)")
     runs = {run for s in sources for run in runs_named(executed / executed_name(s))}
-    missing = sorted(run for run in runs if not (repo / run / "manifest.json").is_file())
+    target = published_dir(repo)
+
+    def found(run: str) -> Path | None:
+        # A chapter republished as it was (installed from book/published) keeps its runs there.
+        for base in (repo, target):
+            if (base / run / "manifest.json").is_file():
+                return base / run
+        return None
+
+    missing = sorted(run for run in runs if found(run) is None)
     if missing:
         raise BookError(f"captions name run directories that are not here: {', '.join(missing)}")
-    target = published_dir(repo)
-    shutil.rmtree(target, ignore_errors=True)
-    target.mkdir(parents=True)
+    staging = target.with_name(target.name + ".new")
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True)
     for source in sources:
-        shutil.copyfile(executed / executed_name(source), target / executed_name(source))
+        shutil.copyfile(executed / executed_name(source), staging / executed_name(source))
     for run in sorted(runs):
-        shutil.copytree(repo / run, target / run)
+        shutil.copytree(found(run), staging / run)
     document = {"profile": profile, "published": datetime.now(UTC).isoformat(),
                 "chapters": {s.stem: entries[s.stem] for s in sources}, "runs": sorted(runs)}
-    (target / EXECUTION_LOG).write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
+    (staging / EXECUTION_LOG).write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
+    shutil.rmtree(target, ignore_errors=True)
+    staging.rename(target)
     return target
 
 
