@@ -279,3 +279,15 @@ def test_generated_world_evaluates_without_code_change(conn, config, tmp_path):
     dev = {t.id for t in load_tasks(world.tasks_path) if t.metadata.get("split") == "dev"}
     assert set(manifest["best"]["dev_task_ids"]) <= dev  # tuned on dev tasks only
     assert all(c["score"]["outcome"] for c in cases)
+
+
+def test_a_run_without_retrieval_never_touches_the_index(conn, config, tmp_path):
+    from memory_baseline.store import Store
+    from memory_lab.evaluation import load_run, run_evaluation
+
+    config = config.with_overrides(reader={"name": "extractive"})
+    run_dir = run_evaluation(conn, config, _subset_task_file(tmp_path / "tasks.json"), FIXTURE_HISTORY,
+                             ["no-memory", "oracle-source"], runs_root=tmp_path / "runs", progress=False)
+    manifest, cases = load_run(run_dir)
+    assert manifest["corpus"]["index_sync"] == "not needed: no condition retrieves"
+    assert cases and not Store(conn, config.index).exists()

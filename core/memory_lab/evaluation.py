@@ -362,8 +362,10 @@ class _Runtime:
 
     def baseline(self, condition: Condition) -> Baseline:
         if condition.name not in self.baselines:
+            # A condition that does not retrieve never opens the index (it may not exist).
+            retriever = self.retriever(condition) if condition.context_source == "retrieval" else None
             self.baselines[condition.name] = Baseline(self.conn, condition.config, reader=self.reader,
-                                                      retriever=self.retriever(condition))
+                                                      retriever=retriever)
         return self.baselines[condition.name]
 
     def retriever(self, condition: Condition) -> Retriever:
@@ -534,7 +536,11 @@ def run_evaluation(
 
     base = base_config.with_overrides(reader={"name": reader_name}) if reader_name else base_config
     started = datetime.now(UTC).isoformat()
-    sync_report = sync(conn, base, str(corpus_dir), remove_missing=True, progress=progress)
+    # Only a condition that retrieves reads the index; an oracle- or no-memory-only run (the
+    # reader studies) would otherwise embed a whole corpus it never searches.
+    retrieves = any(spec(name).context_source == "retrieval" for name in conditions)
+    sync_report = sync(conn, base, str(corpus_dir), remove_missing=True, progress=progress) \
+        if retrieves else None
     discovery = discover(corpus_dir, max_bytes=base.max_file_bytes)
     corpus = {r.source_id: r for r in discovery.sources}
     reader = get_reader(base.reader)
@@ -591,7 +597,8 @@ def run_evaluation(
                                       "reembedded": len(sync_report.reembedded),
                                       "removed": len(sync_report.removed),
                                       "unchanged": sync_report.unchanged,
-                                      "skipped": sync_report.skipped}},
+                                      "skipped": sync_report.skipped}
+                       if sync_report is not None else "not needed: no condition retrieves"},
             "tasks": {"path": str(tasks_path), "digest": fingerprint["tasks_digest"],
                       "split": split, "limit": limit, "task_ids": fingerprint["task_ids"]},
             "models": {"embedder": get_embedder(base.embedder).identity.to_dict(),

@@ -43,6 +43,7 @@ def run_reader_study(
     corpora: Mapping[str, tuple[str | Path, str | Path, int | None]],
     styles: Sequence[str], *, conditions: Sequence[str] = ORACLE_CONDITIONS,
     runs_root: str | Path = "runs", resume: str | Path | None = None, progress: bool = True,
+    split: str | None = None,
 ) -> StudyRun:
     """Evaluate every style under every oracle condition on every corpus.
 
@@ -64,6 +65,7 @@ def run_reader_study(
     else:
         study = start_study(runs_root, "reader-ceiling", {
             "styles": list(styles), "conditions": list(conditions), "reader": base_config.reader.name,
+            "split": split,
             "corpora": {name: {"history": display_path(h), "tasks": display_path(t), "task_limit": lim}
                         for name, (h, t, lim) in corpora.items()},
         }, corpora={name: h for name, (h, _, _) in corpora.items()})
@@ -85,7 +87,7 @@ def run_reader_study(
                 config = base_config.with_overrides(index=f"{base_config.index}_{corpus_name}",
                                                     reader={"style": style})
                 run_dir = run_evaluation(conn, config, task_file, repo_path(history), [condition],
-                                         runs_root=slot, progress=progress,
+                                         runs_root=slot, progress=progress, split=split,
                                          resume=started[-1] if started else None)
                 runs.append({**key, "run_dir": display_path(run_dir), "status": "complete"})
                 study.record("runs", runs)
