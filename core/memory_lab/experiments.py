@@ -20,7 +20,7 @@ import hashlib
 import json
 import statistics
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -225,12 +225,17 @@ def load_task_subset(
              and (not needs_evidence or t.answer.evidence)]
     if limit is None or limit >= len(tasks):
         return tasks
-    by_type: dict[str, list[Task]] = {}
+    return _spread(tasks, limit, lambda t: t.question_type)
+
+
+def _spread(tasks: Sequence[Task], limit: int, group_of: Callable[[Task], Any]) -> list[Task]:
+    """`limit` tasks taken round-robin over the groups `group_of` makes, in file order."""
+    groups: dict[Any, list[Task]] = {}
     for task in tasks:
-        by_type.setdefault(task.question_type, []).append(task)
+        groups.setdefault(group_of(task), []).append(task)
     chosen: list[Task] = []
     while len(chosen) < limit:
-        for group in by_type.values():
+        for group in groups.values():
             if group and len(chosen) < limit:
                 chosen.append(group.pop(0))
     order = {t.id: i for i, t in enumerate(tasks)}
@@ -245,16 +250,7 @@ def write_task_subset(tasks_path: str | Path, out_dir: str | Path, *, limit: int
     """
     tasks = load_task_subset(tasks_path)
     if limit is not None and limit < len(tasks):
-        groups: dict[tuple, list[Task]] = {}
-        for task in tasks:
-            groups.setdefault((task.question_type, task.metadata.get("split")), []).append(task)
-        chosen: list[Task] = []
-        while len(chosen) < limit:
-            for group in groups.values():
-                if group and len(chosen) < limit:
-                    chosen.append(group.pop(0))
-        order = {t.id: i for i, t in enumerate(tasks)}
-        tasks = sorted(chosen, key=lambda t: order[t.id])
+        tasks = _spread(tasks, limit, lambda t: (t.question_type, t.metadata.get("split")))
     digest = hashlib.sha256("\n".join(t.id for t in tasks).encode()).hexdigest()[:10]
     # write_task_file copies the harnesses the tasks name, so the subset's downstream
     # tasks are judged as they are in the full file.
