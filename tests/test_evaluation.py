@@ -245,7 +245,7 @@ def test_the_library_loads_no_lab_module():
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "[]"
     package = Path(__file__).resolve().parents[1] / "core" / "memory_baseline"
-    for source in package.glob("*.py"):
+    for source in package.rglob("*.py"):
         for line in source.read_text(encoding="utf-8").splitlines():
             # The CLI's lab commands import the lab lazily, inside their handlers.
             if line.startswith(("import memory_lab", "from memory_lab")):
@@ -259,7 +259,7 @@ def test_instrument_never_imports_the_baseline():
                             check=True)
     assert result.stdout.strip() == "[]"
     package = Path(__file__).resolve().parents[1] / "core" / "memory_instrument"
-    for source in package.glob("*.py"):
+    for source in package.rglob("*.py"):
         assert "memory_baseline" not in source.read_text(encoding="utf-8"), source.name
 
 
