@@ -10,8 +10,6 @@ from typing import Any
 from .params import LedgerDate
 from .vocabulary import _normalise, date_variants
 
-
-
 _TABLE_ROW = re.compile(r"^\|(.+)\|\s*$")
 _ISO_IN_CELL = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 

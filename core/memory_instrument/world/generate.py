@@ -17,7 +17,6 @@ from .render import _assign_paths, _Renderer
 from .vocabulary import _slug, _tech_pattern
 
 
-
 def generate_world(params: WorldParams, out_dir: str | Path) -> WorldManifest:
     """Write history/, LEDGER.md, ledger.json and tasks.json under out_dir (which must be empty)."""
     counts = _resolve_counts(params)

@@ -9,7 +9,6 @@ from .params import WorldParams
 from .plan import _Counts, _Decision, _Obligation, _Proposal
 
 
-
 def _ledger(decisions: list[_Decision], proposals: list[_Proposal],
             obligations: list[_Obligation], params: WorldParams, counts: _Counts) -> tuple[str, dict]:
     rows_decisions, rows_cutovers, rows_proposals = [], [], []

@@ -11,7 +11,6 @@ from .params import FILE_TYPES, MAX_DOCS, MIN_DOCS, WorldParams, WorldParamsErro
 from .vocabulary import _ACTIONS, _ASPECTS, _DOMAINS, _PEOPLE, _QUALIFIERS, _REASONS, _Aspect, _measure
 
 
-
 @dataclass
 class _Doc:
     kind: str

@@ -10,7 +10,6 @@ from .plan import _Builder, _Decision, _Obligation, _Proposal
 from .vocabulary import ABSENT_SUBJECTS, _slug, _tech_pattern
 
 
-
 def _task(ident: str, qtype: str, query: str, as_of: date | None, sources: list[str],
           must: list[list[str]], *, must_not: Iterable[str] = (), abstain: bool = False,
           negative: bool = False, evidence: Iterable[tuple[str, str]] = (),

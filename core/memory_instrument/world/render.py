@@ -18,7 +18,6 @@ from .vocabulary import (
 )
 
 
-
 def _assign_paths(docs: list[_Doc]) -> None:
     """Number ADRs and sessions in date order, then give every document its path."""
     for kind, fmt in (("adr", "decisions/adr-{n:04d}.md"),):
