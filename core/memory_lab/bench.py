@@ -52,15 +52,15 @@ from tqdm.auto import tqdm
 from memory_baseline.chunking import chunk_text, sentence_boundaries
 from memory_baseline.config import Config, EmbedderConfig, ReaderConfig, RerankConfig
 from memory_baseline.embedders import EmbedderIdentity, get_embedder
-from memory_baseline.identifiers import extract_identifiers, path_identifiers
 from memory_baseline.ingest import discover
-from memory_baseline.refresh import open_index, sync
+from memory_baseline.refresh import chunk_row, open_index, sync
 from memory_baseline.retrieval import Retriever, query_terms
-from memory_baseline.store import HNSW_INDEX, ChunkRow, Store
+from memory_baseline.store import ChunkRow, Store
 
 RESULTS_DIR = Path("benchmarks") / "results"
 DIMENSION = 384
 BENCHMARKS = ("ingest", "latency", "scale", "scifact")
+SCALE_BUILD_KEY = "bench_scale_build"
 
 
 class BenchError(ValueError):
@@ -352,27 +352,11 @@ def recombined_corpus(chunks: int, seed: int, workdir: Path, pool_docs: int = 20
 # -- loading ----------------------------------------------------------------------------
 
 
-def _copy_sources(store: Store, sources: Sequence[SourceSpec], representation_id: str) -> None:
-    statement = store._q(
-        "COPY {s}.sources (source_id, kind, content_hash, size_bytes, artifact_time, "
-        "representation_id) FROM STDIN (FORMAT BINARY)"
-    )
-    with store.conn.cursor().copy(statement) as copy:
-        copy.set_types(["text", "text", "text", "int8", "timestamptz", "text"])
-        for source in sources:
-            copy.write_row((source.source_id, source.kind, source.content_hash, source.size_bytes,
-                            source.artifact_time, representation_id))
-
-
-def _rows(chunks: Sequence[TextChunk], vectors: np.ndarray) -> Iterator[ChunkRow]:
+def chunk_rows(chunks: Sequence[TextChunk], vectors: np.ndarray) -> Iterator[ChunkRow]:
+    """Store rows for generated chunks, built by the same function as ingest's (`refresh.chunk_row`)."""
     for chunk, vector in zip(chunks, vectors, strict=True):
-        yield ChunkRow(
-            chunk_id=chunk.chunk_id, source_id=chunk.source_id, ordinal=chunk.ordinal,
-            char_start=chunk.char_start, char_end=chunk.char_end, section=chunk.section,
-            text=chunk.text, content_hash=hashlib.sha256(chunk.text.encode("utf-8")).hexdigest(),
-            identifiers=extract_identifiers(chunk.text), name_terms=path_identifiers(chunk.source_id),
-            embedding=vector,
-        )
+        yield chunk_row(chunk.source_id, chunk.chunk_id, chunk.ordinal, chunk.char_start,
+                        chunk.char_end, chunk.section, chunk.text, vector)
 
 
 def load_corpus(
@@ -388,9 +372,9 @@ def load_corpus(
 ) -> dict[str, float]:
     """Write a generated corpus with binary COPY into a fresh index; returns phase seconds.
 
-    `bulk` drops the GIN index and the postings primary key during the load and
-    rebuilds them afterwards (the usual bulk-load practice); otherwise every batch
-    maintains them, as ingest does.
+    Every batch is one transaction whose triggers append BM25 delta segments, as
+    ingest's do; compaction then merges them. `bulk` also drops the GIN index for
+    the load and rebuilds it afterwards (the usual bulk-load practice).
     """
     config = Config(index=index)
     store = Store(conn, index)
@@ -399,79 +383,39 @@ def load_corpus(
     seconds: dict[str, float] = {}
     started = time.perf_counter()
     with conn.transaction():
-        _copy_sources(store, corpus.sources, rep_id)
+        store.copy_sources(((s.source_id, s.kind, s.content_hash, s.size_bytes, s.artifact_time)
+                            for s in corpus.sources), rep_id)
     if bulk:
-        conn.execute(store._q("DROP INDEX {s}.chunks_tsv_gin"))
-        conn.execute(store._q("ALTER TABLE {s}.postings DROP CONSTRAINT postings_pkey"))
+        store.drop_fulltext_index()
     bar = tqdm(total=len(corpus.chunks), desc=f"load {index}", unit="chunk", disable=not progress)
     for start in range(0, len(corpus.chunks), batch):
         piece = corpus.chunks[start:start + batch]
         with conn.transaction():
-            store.copy_chunks(list(_rows(piece, vectors[start:start + len(piece)])), rep_id)
+            store.copy_chunks(list(chunk_rows(piece, vectors[start:start + len(piece)])), rep_id)
         bar.update(len(piece))
     bar.close()
     seconds["copy"] = time.perf_counter() - started
+    t0 = time.perf_counter()
+    compaction = store.compact_bm25()
+    seconds["bm25_compaction"] = time.perf_counter() - t0
     if bulk:
         t0 = time.perf_counter()
-        conn.execute("SET maintenance_work_mem = '2GB'")
-        conn.execute(store._q("CREATE INDEX chunks_tsv_gin ON {s}.chunks USING gin (tsv)"))
+        store.build_fulltext_index("2GB")
         seconds["gin_build"] = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        conn.execute(store._q("ALTER TABLE {s}.postings ADD PRIMARY KEY (lexeme, chunk_key) "
-                              "INCLUDE (tf, doc_len, in_name)"))
-        seconds["postings_key_build"] = time.perf_counter() - t0
-        conn.execute("RESET maintenance_work_mem")
     t0 = time.perf_counter()
-    seconds["postings_all_visible"] = vacuum_until_visible(store)
+    store.analyze()
     seconds["vacuum_analyze"] = time.perf_counter() - t0
-    return {k: round(v, 3) for k, v in seconds.items()}
-
-
-def all_visible_fraction(store: Store) -> float:
-    """Share of the postings heap marked all-visible (what index-only BM25 scans need)."""
-    pages, visible = store.conn.execute(
-        "SELECT relpages, relallvisible FROM pg_class WHERE oid = to_regclass(%s)",
-        (f'"{store.index}".postings',)).fetchone()
-    return round(visible / pages, 4) if pages else 1.0
-
-
-def vacuum_until_visible(store: Store, timeout: float = 900.0, wanted: float = 0.99) -> float:
-    """VACUUM ANALYZE, repeated while an older open transaction keeps pages from all-visible.
-
-    Measured at 100k chunks: BM25 p50 472 ms with the visibility map unset (every
-    posting's heap page read) and 57 ms after a VACUUM that could set it. A
-    concurrent long transaction (another ingest) blocks that, so wait it out.
-    Returns the all-visible fraction reached.
-    """
-    deadline = time.monotonic() + timeout
-    while True:
-        store.analyze()
-        fraction = all_visible_fraction(store)
-        if fraction >= wanted or time.monotonic() > deadline:
-            return fraction
-        time.sleep(15)
+    out = {k: round(v, 3) for k, v in seconds.items()}
+    out["bm25_compacted_terms"] = compaction["terms"]
+    return out
 
 
 def build_hnsw(conn: psycopg.Connection, index: str, *, m: int = 16, ef_construction: int = 64,
                maintenance_work_mem: str = "1GB", parallel_workers: int = 1) -> dict[str, Any]:
-    """Build the index's HNSW index with explicit memory settings; returns seconds and settings.
-
-    `Store.build_hnsw` fixes maintenance_work_mem at 256MB, under which a
-    million-vector graph no longer fits and the build slows to a crawl.
-    """
-    schema = sql.Identifier(index)
-    conn.execute(sql.SQL("DROP INDEX IF EXISTS {}.{}").format(schema, sql.Identifier(HNSW_INDEX)))
-    conn.execute(sql.SQL("SET maintenance_work_mem = {}").format(sql.Literal(maintenance_work_mem)))
-    conn.execute(sql.SQL("SET max_parallel_maintenance_workers = {}").format(
-        sql.Literal(parallel_workers)))
-    started = time.perf_counter()
-    conn.execute(sql.SQL(
-        "CREATE INDEX {name} ON {s}.chunks USING hnsw (embedding vector_cosine_ops) "
-        "WITH (m = {m}, ef_construction = {efc})").format(
-        name=sql.Identifier(HNSW_INDEX), s=schema, m=sql.Literal(m), efc=sql.Literal(ef_construction)))
-    seconds = time.perf_counter() - started
-    conn.execute("RESET maintenance_work_mem")
-    conn.execute("RESET max_parallel_maintenance_workers")
+    """Build the index's HNSW index with explicit memory settings; returns seconds and settings."""
+    seconds = Store(conn, index).build_hnsw_with(
+        m=m, ef_construction=ef_construction, maintenance_work_mem=maintenance_work_mem,
+        parallel_workers=parallel_workers)
     return {"seconds": round(seconds, 2), "m": m, "ef_construction": ef_construction,
             "maintenance_work_mem": maintenance_work_mem,
             "max_parallel_maintenance_workers": parallel_workers}
@@ -479,24 +423,9 @@ def build_hnsw(conn: psycopg.Connection, index: str, *, m: int = 16, ef_construc
 
 def storage(conn: psycopg.Connection, index: str, chunks: int) -> dict[str, Any]:
     """Bytes on disk per table (with its indexes and TOAST) and per chunk."""
-    sizes: dict[str, int] = {}
-    for table in ("chunks", "postings", "term_stats", "sources"):
-        sizes[table] = int(conn.execute("SELECT pg_total_relation_size(%s)",
-                                        (f'"{index}".{table}',)).fetchone()[0])
-    indexes = {
-        name: int(size) for name, size in conn.execute(
-            "SELECT c.relname, pg_relation_size(c.oid) FROM pg_index i "
-            "JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_class t ON t.oid = i.indrelid "
-            "JOIN pg_namespace n ON n.oid = t.relnamespace WHERE n.nspname = %s ORDER BY 1",
-            (index,)).fetchall()
-    }
-    postings_rows = int(conn.execute(
-        sql.SQL("SELECT count(*) FROM {}.postings").format(sql.Identifier(index))).fetchone()[0])
-    total = sum(sizes.values())
-    return {"bytes": sizes, "index_bytes": indexes, "total_bytes": total,
-            "bytes_per_chunk": round(total / max(chunks, 1), 1),
-            "postings_rows": postings_rows,
-            "postings_per_chunk": round(postings_rows / max(chunks, 1), 1)}
+    sizes = Store(conn, index).storage()
+    return {**sizes, "bytes_per_chunk": round(sizes["total_bytes"] / max(chunks, 1), 1),
+            "postings_per_chunk": round(sizes["postings"] / max(chunks, 1), 1)}
 
 
 # -- latency ------------------------------------------------------------------------------
@@ -678,9 +607,8 @@ def bench_latency(
             if reuse and existing.exists() and existing.has_hnsw() \
                     and existing.counts()["chunks"] == len(corpus.chunks):
                 t0 = time.perf_counter()
-                load = {"reused_index": True,
-                        "postings_all_visible": vacuum_until_visible(existing),
-                        "vacuum_analyze": round(time.perf_counter() - t0, 3)}
+                existing.analyze()
+                load = {"reused_index": True, "vacuum_analyze": round(time.perf_counter() - t0, 3)}
                 hnsw = {"reused_index": True}
             else:
                 vectors = model.sample(len(corpus.chunks), stream=size)
@@ -737,9 +665,15 @@ def bench_scale(
     seed: int = 5,
     index: str = "bench_scale",
     keep: bool = False,
+    reuse: bool = False,
+    build_only: bool = False,
     progress: bool = True,
 ) -> dict[str, Any]:
-    """Load `chunks` chunks, build HNSW, and measure recall@10 and latency against ef_search."""
+    """Load `chunks` chunks, build HNSW, and measure recall@10 and latency against ef_search.
+
+    `reuse` times an index kept by an earlier `keep` run (the build is deterministic);
+    `build_only` stops after the build, so the timed part can run when the machine is quiet.
+    """
     if chunks < 100 or queries < 1:
         raise BenchError("chunks must be at least 100 and queries at least 1")
     model = VectorModel(seed=seed)
@@ -750,8 +684,9 @@ def bench_scale(
                        "ef_construction": ef_construction,
                        "maintenance_work_mem": maintenance_work_mem,
                        "max_parallel_maintenance_workers": parallel_workers, "seed": seed,
-                       "load": "binary COPY, 10k rows per transaction; GIN and postings key "
-                               "dropped during the load and rebuilt after"},
+                       "load": "binary COPY, 10k rows per transaction (the triggers append BM25 "
+                               "delta segments), then compaction; GIN dropped during the load "
+                               "and rebuilt after"},
         "vectors": model.describe(),
     }
     timings: dict[str, float] = {}
@@ -768,16 +703,32 @@ def bench_scale(
     query_vectors = _query_vectors(model, query_texts)
     embedder = SyntheticQueryEmbedder(model, query_vectors)
     document["corpus"] = corpus.description
-    disk_before = _disk_free(conn)
-    load = load_corpus(conn, index, corpus, vectors, embedder, bulk=True, progress=progress)
-    document["load_seconds"] = load
-    document["load_seconds"]["total"] = round(
-        sum(v for k, v in load.items() if k != "postings_all_visible"), 2)
-    document["hnsw"] = build_hnsw(conn, index, m=m, ef_construction=ef_construction,
-                                  maintenance_work_mem=maintenance_work_mem,
-                                  parallel_workers=parallel_workers)
-    document["storage"] = storage(conn, index, chunks)
-    document["disk_free_gb"] = {"before": disk_before, "after_build": _disk_free(conn)}
+    existing = Store(conn, index)
+    if reuse and existing.exists() and existing.has_hnsw() \
+            and existing.counts()["chunks"] == chunks and existing.get_meta(SCALE_BUILD_KEY):
+        # The build is deterministic in (chunks, seed, m, ef_construction): keep its record.
+        document.update(existing.get_meta(SCALE_BUILD_KEY))
+        document["reused_index"] = True
+    else:
+        disk_before = _disk_free(conn)
+        load = load_corpus(conn, index, corpus, vectors, embedder, bulk=True, progress=progress)
+        load["total"] = round(sum(v for k, v in load.items() if k != "bm25_compacted_terms"), 2)
+        build = {
+            "load_seconds": load,
+            "hnsw": build_hnsw(conn, index, m=m, ef_construction=ef_construction,
+                               maintenance_work_mem=maintenance_work_mem,
+                               parallel_workers=parallel_workers),
+            "storage": storage(conn, index, chunks),
+            "disk_free_gb": {"before": disk_before, "after_build": _disk_free(conn)},
+            "build_machine": machine_description(conn),
+            "build_finished": datetime.now(UTC).isoformat(timespec="seconds"),
+        }
+        with conn.transaction():
+            existing.set_meta(SCALE_BUILD_KEY, build)
+        document.update(build)
+    if build_only:
+        document["finished"] = datetime.now(UTC).isoformat(timespec="seconds")
+        return document
 
     # Exact ground truth in numpy (the same cosine ranking pgvector computes).
     store = Store(conn, index)
@@ -1093,7 +1044,9 @@ def configure_parser(parser: argparse.ArgumentParser) -> argparse.ArgumentParser
     parser.add_argument("--max-queries", type=int, default=None, help="scifact: limit queries")
     parser.add_argument("--keep-index", action="store_true", help="keep the benchmark's index")
     parser.add_argument("--reuse-index", action="store_true",
-                        help="latency: reuse indexes kept by an earlier --keep-index run")
+                        help="latency/scale: reuse indexes kept by an earlier --keep-index run")
+    parser.add_argument("--build-only", action="store_true",
+                        help="scale: build and keep the index, time nothing")
     return parser
 
 
@@ -1127,7 +1080,9 @@ def run_benchmark(args: argparse.Namespace, conn: psycopg.Connection | None = No
                                    ef_search=_int_list(args.ef_search),
                                    hybrid_ef_search=_int_list(args.hybrid_ef_search),
                                    maintenance_work_mem=args.maintenance_work_mem,
-                                   keep=args.keep_index, progress=progress)
+                                   keep=args.keep_index or args.build_only,
+                                   reuse=args.reuse_index, build_only=args.build_only,
+                                   progress=progress)
         elif args.name == "scifact":
             document = bench_scifact(conn, beir_dir=args.beir_dir, max_queries=args.max_queries,
                                      progress=progress)
@@ -1136,7 +1091,8 @@ def run_benchmark(args: argparse.Namespace, conn: psycopg.Connection | None = No
     finally:
         if own:
             conn.close()
-    path = write_result(args.name, document, args.out)
+    name = "scale-build" if args.name == "scale" and args.build_only else args.name
+    path = write_result(name, document, args.out)
     document["result_path"] = str(path)
     return document
 

@@ -1,0 +1,191 @@
+"""Okapi BM25 over per-term posting arrays: the format, exact top-k scoring, compaction.
+
+Why arrays. Summing every posting of every query term in SQL, one row per
+posting, cost p95 230 ms at 100k chunks and seconds at 1M (a stemmed word
+such as ``servic`` is in almost half of the chunks). Holding each term's
+postings as one ``bytea`` value, fetched for all query terms in one binary
+statement and scored with numpy, returns the same top-k an order of magnitude
+faster (the design comparison is in /work/shared/ANCHORS.md and issue 19; our
+own figures are in ``benchmarks/results/latency.json`` and ``scale.json``).
+A side index outside PostgreSQL (tantivy) is faster still, but would no longer
+be transactional with the chunks; these arrays are written by the same
+statement-level triggers, in the same transaction, as the chunk rows.
+
+Segments. A term's postings live in one or more segments (rows of
+``bm25_segments``): every INSERT statement on ``chunks`` appends one *delta*
+segment per term it contains, so a write never rewrites an existing array.
+Deleting chunks records their keys in ``bm25_tombstones`` (masked at query
+time) and their terms in ``bm25_dirty_terms``. Compaction (`merge_segments`,
+driven by `Store.compact_bm25`) rewrites a term's segments as one, without its
+tombstoned postings; each batch of terms is one transaction, so a crash
+mid-compaction leaves some terms merged and the rest as they were, both exact.
+Chunk keys are an identity column, never reused and always increasing, so the
+segments of a term, in segment order, are sorted by key and disjoint.
+
+Scores. Document frequencies and corpus size come from ``term_stats`` and
+``corpus_stats`` (the trigger-maintained statistics, the source of truth),
+read in the same statement and snapshot as the arrays; a posting carries its
+chunk's length, which never changes (chunk rows are immutable). The formula is
+exactly that of the SQL reference `Store.lexical_bm25_exhaustive`: Lucene's
+idf ``ln(1 + (N - df + 0.5) / (df + 0.5))`` times the saturated term
+frequency, plus ``name_weight`` x idf when the term names the chunk's source.
+
+Top-k. Scores accumulate into one float64 array indexed by chunk key; the
+selection (`numpy.argpartition`) runs over the scored documents only (every
+BM25 contribution is positive, so they are the non-zero entries), and ties are
+broken by chunk key, as the SQL reference orders them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+# One posting, 8 bytes, big-endian because the triggers write it with
+# int4send/int2send: chunk key, term frequency (negative when the term also
+# names the chunk's source), chunk length in lexemes.
+POSTING = np.dtype([("key", ">i4"), ("tf", ">i2"), ("length", ">i2")])
+MAX_TF = MAX_LENGTH = 32767
+
+
+@dataclass(frozen=True)
+class TermPostings:
+    """The live segments of one query term, with its document frequency."""
+
+    lexeme: str
+    df: int
+    segments: tuple[bytes, ...]
+
+
+@dataclass(frozen=True)
+class Fetched:
+    """Everything one BM25 query needs, read in one statement (one snapshot)."""
+
+    n_chunks: int
+    total_length: int
+    terms: tuple[TermPostings, ...]
+    tombstones: np.ndarray  # int64 chunk keys removed but maybe still in segments
+
+    @property
+    def postings(self) -> int:
+        return sum(len(s) // POSTING.itemsize for t in self.terms for s in t.segments)
+
+
+def decode(segment: bytes) -> np.ndarray:
+    """A segment as a structured array of POSTING (a view, no copy)."""
+    if len(segment) % POSTING.itemsize:
+        raise ValueError(f"a posting segment of {len(segment)} bytes is not a whole number of postings")
+    return np.frombuffer(segment, dtype=POSTING)
+
+
+def encode(postings: np.ndarray) -> bytes:
+    return np.ascontiguousarray(postings, dtype=POSTING).tobytes()
+
+
+def idf(n_chunks: int, df: int) -> float:
+    """Lucene's BM25 idf, never negative."""
+    return float(np.log(1.0 + (n_chunks - df + 0.5) / (df + 0.5)))
+
+
+def top_k(
+    fetched: Fetched, k: int, k1: float, b: float, name_weight: float
+) -> list[tuple[int, float]]:
+    """The exact BM25 top `k` as (chunk key, score), by score then key."""
+    if k <= 0 or not fetched.terms or fetched.n_chunks <= 0:
+        return []
+    avgdl = fetched.total_length / max(fetched.n_chunks, 1)
+    decoded = [(term, [decode(s) for s in term.segments]) for term in fetched.terms]
+    size = 1 + max((int(p["key"][-1]) for _, arrays in decoded for p in arrays if len(p)),
+                   default=-1)
+    if size <= 0:
+        return []
+    scores = np.zeros(size, dtype=np.float64)
+    for term, arrays in decoded:
+        weight = idf(fetched.n_chunks, term.df)
+        for postings in arrays:
+            if not len(postings):
+                continue
+            tf = postings["tf"].astype(np.float64)
+            named = tf < 0
+            tf = np.abs(tf)
+            length = postings["length"].astype(np.float64)
+            part = tf * (k1 + 1) / (tf + k1 * (1 - b + b * length / avgdl))
+            if name_weight:
+                part += name_weight * named
+            # Keys are unique within a term, so fancy-index addition is exact here.
+            scores[postings["key"]] += weight * part
+    if len(fetched.tombstones):
+        dead = fetched.tombstones[fetched.tombstones < size]
+        scores[dead] = 0.0
+    scored = np.flatnonzero(scores)
+    if not len(scored):
+        return []
+    values = scores[scored]
+    if len(scored) > k:
+        # The k-th best value; keep every document that reaches it, so ties at the
+        # boundary are broken by key below, not by argpartition's arbitrary order.
+        kth = values[np.argpartition(-values, k - 1)[k - 1]]
+        keep = values >= kth
+        scored, values = scored[keep], values[keep]
+    order = np.lexsort((scored, -values))[:k]
+    return [(int(scored[i]), float(values[i])) for i in order]
+
+
+def merge_segments(segments: Sequence[bytes], tombstones: np.ndarray) -> bytes:
+    """A term's segments (in segment order) as one, without tombstoned postings."""
+    arrays = [decode(s) for s in segments if s]
+    if not arrays:
+        return b""
+    merged = np.concatenate(arrays)
+    if len(tombstones):
+        merged = merged[~np.isin(merged["key"].astype(np.int64), tombstones)]
+    return encode(merged)
+
+
+@dataclass(frozen=True)
+class SegmentCheck:
+    """What the arrays hold, to compare against the statistics (`health`)."""
+
+    live_df: dict[str, int]
+    live_postings: int
+    malformed_terms: list[str]
+
+
+def check_segments(
+    rows: Iterable[tuple[str, Sequence[bytes]]], tombstones: np.ndarray, chunk_lengths: dict[int, int]
+) -> SegmentCheck:
+    """Live postings per term; a term is malformed when its arrays contradict the chunks.
+
+    Malformed: a byte length that is not whole postings, keys not strictly
+    increasing across the term's segments, a live key that is no chunk, a stored
+    length that differs from the chunk's, or a term frequency of zero.
+    """
+    live_df: dict[str, int] = {}
+    malformed: list[str] = []
+    keys_known = np.fromiter(chunk_lengths.keys(), dtype=np.int64, count=len(chunk_lengths))
+    lengths_known = np.fromiter(chunk_lengths.values(), dtype=np.int64, count=len(chunk_lengths))
+    order = np.argsort(keys_known)
+    keys_known, lengths_known = keys_known[order], lengths_known[order]
+    total = 0
+    for lexeme, segments in rows:
+        try:
+            arrays = [decode(s) for s in segments]
+        except ValueError:
+            malformed.append(lexeme)
+            continue
+        postings = np.concatenate(arrays) if arrays else np.zeros(0, dtype=POSTING)
+        keys = postings["key"].astype(np.int64)
+        live = ~np.isin(keys, tombstones) if len(tombstones) else np.ones(len(keys), dtype=bool)
+        keys, lengths = keys[live], postings["length"][live].astype(np.int64)
+        position = np.searchsorted(keys_known, keys)
+        found = position < len(keys_known)
+        found[found] = keys_known[position[found]] == keys[found]
+        if (not found.all() or np.any(np.diff(postings["key"].astype(np.int64)) <= 0)
+                or np.any(lengths_known[position] != lengths) or np.any(postings["tf"] == 0)):
+            malformed.append(lexeme)
+        if int(live.sum()):
+            live_df[lexeme] = int(live.sum())
+        total += int(live.sum())
+    return SegmentCheck(live_df, total, malformed)
