@@ -681,6 +681,8 @@ class Store:
         hits = [Hit(*names[key], score) for key, score in ranked if key in names]
         return sorted(hits, key=lambda h: (-h.score, h.chunk_id))
 
+    hits_for_keys = _hits_by_key
+
     def lexical_bm25_exhaustive(
         self, terms: Sequence[str], limit: int, k1: float, b: float, name_weight: float = 1.0
     ) -> list[Hit]:
@@ -694,20 +696,32 @@ class Store:
         ).fetchall()
         return [Hit(r[0], r[1], float(r[2])) for r in rows]
 
-    def term_postings_from_text(self, terms: Sequence[str]) -> list[tuple[int, str, int, int, bool]]:
-        """(chunk key, lexeme, tf, chunk length, names the source) of `terms`, read from the tsvectors.
+    def term_postings_from_text(self, terms: Sequence[str]) -> dict[str, np.ndarray]:
+        """Each term's (chunk key, tf, chunk length, names the source) read from the tsvectors.
 
-        An independent source for exhaustive scoring in benchmarks: one pass over the
-        chunks, not the posting arrays.
+        An independent source for exhaustive scoring in benchmarks (one pass over the
+        chunks, never the posting arrays), as structured numpy arrays.
         """
         if not terms:
-            return []
-        return self.conn.execute(
-            self._q("SELECT c.chunk_key, u.lexeme, coalesce(array_length(u.positions, 1), 1), "
-                    "c.doc_len, u.lexeme = ANY(c.name_terms) FROM {s}.chunks c, unnest(c.tsv) u "
-                    "WHERE u.lexeme = ANY(%s)"),
-            (list(terms),),
-        ).fetchall()
+            return {}
+        layout = np.dtype([("key", ">i8"), ("tf", ">i4"), ("length", ">i4"), ("named", ">i4")])
+        out: dict[str, np.ndarray] = {}
+        with self.conn.cursor(binary=True) as cursor:
+            for lexeme, payload in cursor.execute(self._q(
+                    "SELECT u.lexeme, string_agg(int8send(c.chunk_key) "
+                    "|| int4send(coalesce(array_length(u.positions, 1), 1)) || int4send(c.doc_len) "
+                    "|| int4send((u.lexeme = ANY(c.name_terms))::int), '') "
+                    "FROM {s}.chunks c, unnest(c.tsv) u WHERE u.lexeme = ANY(%s) GROUP BY 1"),
+                    (list(terms),)):
+                out[lexeme] = np.frombuffer(bytes(payload), dtype=layout)
+        return out
+
+    def corpus_totals_from_chunks(self) -> tuple[int, int, int]:
+        """(chunks, total length, largest chunk key) counted from the chunk rows themselves."""
+        row = self.conn.execute(self._q(
+            "SELECT count(*), coalesce(sum(doc_len), 0), coalesce(max(chunk_key), 0) FROM {s}.chunks"
+        )).fetchone()
+        return int(row[0]), int(row[1]), int(row[2])
 
     # -- BM25 segments: compaction and checks -----------------------------------
     def bm25_backlog(self) -> dict[str, int]:
@@ -863,3 +877,23 @@ class Store:
                 {"terms": list(dict.fromkeys(terms))}, prepare=False,
             ).fetchall()
         )
+
+
+def server_description(conn: psycopg.Connection) -> dict[str, Any]:
+    """The server's version, pgvector's, and the settings that decide benchmark figures."""
+    row = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()
+    names = ("shared_buffers", "work_mem", "maintenance_work_mem", "effective_cache_size",
+             "max_parallel_workers_per_gather", "max_parallel_maintenance_workers", "jit")
+    return {
+        "postgres": conn.execute("SHOW server_version").fetchone()[0],
+        "pgvector": row[0] if row else None,
+        "postgres_settings": {
+            name: conn.execute(sql.SQL("SHOW {}").format(sql.Identifier(name))).fetchone()[0]
+            for name in names
+        },
+    }
+
+
+def data_directory(conn: psycopg.Connection) -> str:
+    """The server's data folder (to measure free disk space when it is local)."""
+    return conn.execute("SHOW data_directory").fetchone()[0]

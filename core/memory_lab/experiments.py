@@ -354,14 +354,6 @@ def summarise(rows: Sequence[Mapping[str, Any]], by: Sequence[str], metrics: Seq
     return out
 
 
-def percentile(values: Sequence[float], q: float) -> float | None:
-    if not values:
-        return None
-    ordered = sorted(values)
-    position = min(len(ordered) - 1, max(0, round(q / 100 * (len(ordered) - 1))))
-    return ordered[position]
-
-
 # -- chapter 1: the corpus and the index ---------------------------------------------------
 
 
