@@ -156,14 +156,16 @@ def _batches(texts: Sequence[str], size: int, progress: bool, unit: str) -> Iter
 
 
 # Torch's intra-op threads for each job, chosen by measurement on the project's
-# 2-core machine with another job running (`memory-baseline bench encoder-threads`,
-# benchmarks/results/encoder-threads.json). One query is a tiny matrix product:
-# a second thread only waits for a core the other job holds, and took the median
-# from tens of milliseconds to hundreds, so a query never uses more than one.
-# Batch ingest keeps both cores busy with large products and uses the count that
-# measured fastest there, never more threads than cores.
+# 2-core machine with other jobs running (`memory-baseline bench encoder-threads`,
+# results in benchmarks/results/encoder-threads.json). One query is a tiny matrix
+# product: a second thread mostly waits for a core another job holds, and the
+# median query took an order of magnitude longer with two threads than with one,
+# so a query never uses more than one. Batch encoding also measured faster on one
+# thread than on two there, so ingest uses one as well; on a machine with idle
+# cores to spare, rerun that benchmark and raise INGEST_THREADS (never above the
+# core count, which `ingest_threads` enforces).
 QUERY_THREADS = 1
-INGEST_THREADS = 2
+INGEST_THREADS = 1
 
 
 def ingest_threads() -> int:
