@@ -80,6 +80,10 @@ def configure_parser(parser: argparse.ArgumentParser) -> argparse.ArgumentParser
     parser.add_argument("--beir-dir", default=os.environ.get("BEIR_SCIFACT", "data/beir-scifact"),
                         help="scifact: the BEIR folder")
     parser.add_argument("--max-queries", type=int, default=None, help="scifact: limit queries")
+    parser.add_argument("--conditions", default=None,
+                        help="scifact: BEIR conditions, comma-separated (default: beir's defaults)")
+    parser.add_argument("--embedder", default="minilm",
+                        help="scifact: the index's encoder (lexical conditions do not depend on it)")
     parser.add_argument("--keep-index", action="store_true", help="keep the benchmark's index")
     parser.add_argument("--reuse-index", action="store_true",
                         help="latency/scale: reuse indexes kept by an earlier --keep-index run")
@@ -115,7 +119,9 @@ def run_benchmark(args: argparse.Namespace, conn: psycopg.Connection | None = No
             document = bench_encoder_threads(repeats=args.repeats)
         elif args.name == "scifact":
             document = bench_scifact(conn, beir_dir=args.beir_dir, max_queries=args.max_queries,
-                                     progress=progress)
+                                     conditions=[c for c in args.conditions.split(",") if c]
+                                     if args.conditions else None,
+                                     embedder=args.embedder, progress=progress)
         else:
             raise BenchError(f"unknown benchmark {args.name!r}; choose one of {BENCHMARKS}")
     finally:

@@ -61,7 +61,8 @@ class Reference:
         return [(int(i), float(scores[i])) for i in order[:k] if scores[i] > 0]
 
 
-def same_top_k(found: Sequence[tuple[int, float]], expected: Sequence[tuple[int, float]]) -> bool:
+def same_top_k(found: Sequence[tuple[Any, float]], expected: Sequence[tuple[Any, float]]) -> bool:
+    """Same (id, score) lists, up to the order inside score ties (see the module docstring)."""
     if len(found) != len(expected):
         return False
     for (key_f, score_f), (key_e, score_e) in zip(found, expected, strict=True):
