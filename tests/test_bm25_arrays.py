@@ -205,3 +205,20 @@ def test_kill_9_during_compaction_leaves_an_index_health_passes(store, conn, dat
     assert store.bm25_backlog()["tombstones"] == 0
     assert healthy(conn, store.index)
     assert assert_exact(store) > 10
+
+
+def test_a_version_1_index_is_refused_by_readers_and_upgraded_by_writers(store, conn):
+    from memory_baseline.store import StoreError
+
+    expected = [store.lexical_bm25(terms, 30, K1, B) for terms in queries(store)]
+    with conn.transaction():  # the version-1 layout: no arrays, one row per posting
+        for table in ("bm25_segments", "bm25_tombstones", "bm25_dirty_terms"):
+            conn.execute(f'DROP TABLE "{store.index}".{table}')
+        conn.execute(f'CREATE TABLE "{store.index}".postings (lexeme text, chunk_key bigint)')
+    with pytest.raises(StoreError, match="refresh"):
+        store.require()
+    with conn.transaction():
+        assert store.create(DIMENSION) is False  # exists; upgraded in place
+    store.require()
+    assert [store.lexical_bm25(terms, 30, K1, B) for terms in queries(store)] == expected
+    assert healthy(conn, store.index)

@@ -40,7 +40,7 @@ from psycopg import sql
 from . import bm25
 from .config import validate_index_name
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: BM25 posting arrays replace the row-per-posting table
 HNSW_INDEX = "chunks_embedding_hnsw"
 
 
@@ -283,6 +283,11 @@ class Store:
                 f"index {self.index!r} does not exist: run `memory-baseline init --index "
                 f"{self.index}` and `ingest` first"
             )
+        if not self.has_posting_arrays():
+            raise StoreError(
+                f"index {self.index!r} has the version-1 BM25 layout: run `memory-baseline "
+                "refresh` (or `ingest`) once to move it to posting arrays"
+            )
 
     def create(self, dimension: int) -> bool:
         """Create the schema if absent; returns True when it was created now."""
@@ -293,11 +298,40 @@ class Store:
                     f"index {self.index!r} stores {current}-d vectors, the configured embedder "
                     f"makes {dimension}-d ones: run `refresh` to re-embed, or use another index"
                 )
+            self.upgrade_bm25()
             return False
         with self.conn.transaction():
             self.conn.execute(sql.SQL(_SCHEMA_DDL).format(s=self.schema, dim=sql.Literal(dimension)))
             self.set_meta("schema_version", SCHEMA_VERSION)
         return True
+
+    def upgrade_bm25(self) -> bool:
+        """Move a version-1 index (one row per posting) to posting arrays; True when it did.
+
+        The arrays are rebuilt from the chunks' own tsvectors, one segment per term,
+        in one transaction (a savepoint inside the caller's). Writers call it through
+        `create`; readers of a version-1 index get an error that says to refresh.
+        """
+        if self.has_posting_arrays():
+            return False
+        with self.conn.transaction():
+            self.lock_for_write()
+            self.conn.execute(sql.SQL(_SCHEMA_DDL).format(s=self.schema,
+                                                          dim=sql.Literal(self.dimension())))
+            self.conn.execute(self._q("DROP TABLE IF EXISTS {s}.postings"))
+            self.conn.execute(self._q(
+                "INSERT INTO {s}.bm25_segments (lexeme, postings) "
+                "SELECT u.lexeme, string_agg(int4send(c.chunk_key::int4) "
+                "|| int2send((CASE WHEN u.lexeme = ANY(c.name_terms) THEN -1 ELSE 1 END "
+                "* coalesce(array_length(u.positions, 1), 1))::int2) || int2send(c.doc_len::int2), '' "
+                "ORDER BY c.chunk_key) FROM {s}.chunks c, unnest(c.tsv) u GROUP BY u.lexeme"))
+            self.set_meta("schema_version", SCHEMA_VERSION)
+        return True
+
+    def has_posting_arrays(self) -> bool:
+        row = self.conn.execute("SELECT to_regclass(%s) IS NOT NULL",
+                                (f'"{self.index}".bm25_segments',)).fetchone()
+        return bool(row and row[0])
 
     def drop(self) -> None:
         with self.conn.transaction():
