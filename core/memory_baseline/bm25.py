@@ -102,20 +102,27 @@ def top_k(
     if size <= 0:
         return []
     scores = np.zeros(size, dtype=np.float64)
+    # The saturation denominator's length part, per posting: k1 * (1 - b + b * length / avgdl).
+    length_weight, length_base = k1 * b / avgdl, k1 * (1 - b)
     for term, arrays in decoded:
         weight = idf(fetched.n_chunks, term.df)
         for postings in arrays:
             if not len(postings):
                 continue
             tf = postings["tf"].astype(np.float64)
-            named = tf < 0
-            tf = np.abs(tf)
-            length = postings["length"].astype(np.float64)
-            part = tf * (k1 + 1) / (tf + k1 * (1 - b + b * length / avgdl))
-            if name_weight:
-                part += name_weight * named
+            named = tf < 0 if name_weight else None
+            np.abs(tf, out=tf)
+            denominator = postings["length"].astype(np.float64)
+            denominator *= length_weight
+            denominator += length_base
+            denominator += tf
+            part = tf
+            part *= (k1 + 1) * weight
+            part /= denominator
+            if named is not None:
+                part += (name_weight * weight) * named
             # Keys are unique within a term, so fancy-index addition is exact here.
-            scores[postings["key"]] += weight * part
+            scores[postings["key"].astype(np.intp)] += part
     if len(fetched.tombstones):
         dead = fetched.tombstones[fetched.tombstones < size]
         scores[dead] = 0.0
