@@ -4,6 +4,7 @@ It imports `memory_baseline` (the system under test) and `memory_instrument`
 (tasks and scoring); neither of those imports the lab. Modules: `evaluation`
 (the adapter to `SystemOutput`, the condition ladder, run directories and
 scorecards), `experiments` (each chapter's study), `reader_study`, `beir`,
-`bench` (the benchmarks) and `book` (executing the chapters and building the
+`bench` (the benchmarks, one module each), `stats` (the one percentile
+definition) and `book` (executing the chapters and building the
 book).
 """
