@@ -222,3 +222,39 @@ def test_a_version_1_index_is_refused_by_readers_and_upgraded_by_writers(store, 
     store.require()
     assert [store.lexical_bm25(terms, 30, K1, B) for terms in queries(store)] == expected
     assert healthy(conn, store.index)
+
+
+def test_maxscore_pruning_returns_the_exhaustive_top_k():
+    """Posting arrays where pruning must engage (rare terms, then very common ones), tombstones too."""
+    from memory_baseline import bm25
+
+    rng = np.random.default_rng(7)
+    n = 200_000
+    lengths = rng.integers(5, 400, size=n)
+    dfs = {"rare1": 40, "rare2": 300, "rare3": 2_000, "common1": 80_000, "common2": 120_000,
+           "common3": 150_000}
+    terms, reference = [], np.zeros(n)
+    tombstones = rng.choice(n, size=500, replace=False).astype(np.int64)
+    avgdl = lengths.mean()
+    for lexeme, df in dfs.items():
+        keys = np.sort(rng.choice(n, size=df, replace=False))
+        tf = rng.integers(1, 6, size=df)
+        named = rng.random(df) < 0.01
+        postings = np.zeros(df, dtype=bm25.POSTING)
+        postings["key"], postings["tf"], postings["length"] = keys, np.where(named, -tf, tf), lengths[keys]
+        half = df // 2  # two segments, as a delta leaves them
+        terms.append(bm25.TermPostings(lexeme, df, (bm25.encode(postings[:half]),
+                                                    bm25.encode(postings[half:]))))
+        weight = bm25.idf(n, df)
+        reference[keys] += weight * (tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * lengths[keys] / avgdl))
+                                     + 2.5 * named)
+    reference[tombstones] = 0.0
+    fetched = bm25.Fetched(n, int(lengths.sum()), tuple(terms), tombstones)
+    order = np.lexsort((np.arange(n), -reference))[:30]
+    expected = [(int(i), float(reference[i])) for i in order]
+    found = bm25.top_k(fetched, 30, 1.2, 0.75, 2.5)
+    assert [key for key, _ in found] == [key for key, _ in expected]
+    assert [score for _, score in found] == pytest.approx([score for _, score in expected], rel=1e-12)
+    subset = bm25.Fetched(n, int(lengths.sum()), tuple(terms[3:]), tombstones)  # common terms only
+    only_common = bm25.top_k(subset, 10, 1.2, 0.75, 2.5)
+    assert all(key not in set(tombstones.tolist()) for key, _ in only_common) and len(only_common) == 10

@@ -30,10 +30,12 @@ exactly that of the SQL reference `Store.lexical_bm25_exhaustive`: Lucene's
 idf ``ln(1 + (N - df + 0.5) / (df + 0.5))`` times the saturated term
 frequency, plus ``name_weight`` x idf when the term names the chunk's source.
 
-Top-k. Scores accumulate into one float64 array indexed by chunk key; the
-selection (`numpy.argpartition`) runs over the scored documents only (every
-BM25 contribution is positive, so they are the non-zero entries), and ties are
-broken by chunk key, as the SQL reference orders them.
+Top-k. Scores accumulate into one float64 array indexed by chunk key, rarest
+term first; once the common terms left cannot lift a chunk outside those
+scored so far into the top k (MaxScore), only the chunks that still can are
+completed, by binary search in the common terms' sorted arrays. The selection
+(`numpy.argpartition`) runs over scored documents only, and ties are broken by
+chunk key, as the SQL reference orders them.
 """
 
 from __future__ import annotations
@@ -89,55 +91,126 @@ def idf(n_chunks: int, df: int) -> float:
     return float(np.log(1.0 + (n_chunks - df + 0.5) / (df + 0.5)))
 
 
-def top_k(
-    fetched: Fetched, k: int, k1: float, b: float, name_weight: float
-) -> list[tuple[int, float]]:
-    """The exact BM25 top `k` as (chunk key, score), by score then key."""
-    if k <= 0 or not fetched.terms or fetched.n_chunks <= 0:
-        return []
-    avgdl = fetched.total_length / max(fetched.n_chunks, 1)
-    decoded = [(term, [decode(s) for s in term.segments]) for term in fetched.terms]
-    size = 1 + max((int(p["key"][-1]) for _, arrays in decoded for p in arrays if len(p)),
-                   default=-1)
-    if size <= 0:
-        return []
-    scores = np.zeros(size, dtype=np.float64)
-    # The saturation denominator's length part, per posting: k1 * (1 - b + b * length / avgdl).
-    length_weight, length_base = k1 * b / avgdl, k1 * (1 - b)
-    for term, arrays in decoded:
-        weight = idf(fetched.n_chunks, term.df)
-        for postings in arrays:
-            if not len(postings):
-                continue
-            tf = postings["tf"].astype(np.float64)
-            named = tf < 0 if name_weight else None
-            np.abs(tf, out=tf)
-            denominator = postings["length"].astype(np.float64)
-            denominator *= length_weight
-            denominator += length_base
-            denominator += tf
-            part = tf
-            part *= (k1 + 1) * weight
-            part /= denominator
-            if named is not None:
-                part += (name_weight * weight) * named
-            # Keys are unique within a term, so fancy-index addition is exact here.
-            scores[postings["key"].astype(np.intp)] += part
-    if len(fetched.tombstones):
-        dead = fetched.tombstones[fetched.tombstones < size]
-        scores[dead] = 0.0
-    scored = np.flatnonzero(scores)
-    if not len(scored):
-        return []
-    values = scores[scored]
-    if len(scored) > k:
+# Relative slack on the pruning bound, far above float64 summation error: a chunk
+# is skipped only when even its upper bound is clearly below the k-th score.
+PRUNE_SLACK = 1e-9
+
+
+@dataclass
+class _Term:
+    weight: float  # idf
+    postings: np.ndarray  # POSTING, sorted by key (segments in order)
+    bound: float  # no posting of the term contributes more than this
+
+
+def _contributions(postings: np.ndarray, weight: float, k1: float, length_weight: float,
+                   length_base: float, name_weight: float) -> np.ndarray:
+    """idf x saturated tf (+ name_weight x idf where the term names the source), per posting."""
+    tf = postings["tf"].astype(np.float64)
+    named = tf < 0 if name_weight else None
+    np.abs(tf, out=tf)
+    denominator = postings["length"].astype(np.float64)
+    denominator *= length_weight
+    denominator += length_base
+    denominator += tf
+    part = tf
+    part *= (k1 + 1) * weight
+    part /= denominator
+    if named is not None:
+        part += (name_weight * weight) * named
+    return part
+
+
+def _select(keys: np.ndarray, values: np.ndarray, k: int) -> list[tuple[int, float]]:
+    """The k best (key, value) pairs by value desc then key, among positive values."""
+    positive = values > 0
+    keys, values = keys[positive], values[positive]
+    if len(keys) > k:
         # The k-th best value; keep every document that reaches it, so ties at the
         # boundary are broken by key below, not by argpartition's arbitrary order.
         kth = values[np.argpartition(-values, k - 1)[k - 1]]
         keep = values >= kth
-        scored, values = scored[keep], values[keep]
-    order = np.lexsort((scored, -values))[:k]
-    return [(int(scored[i]), float(values[i])) for i in order]
+        keys, values = keys[keep], values[keep]
+    order = np.lexsort((keys, -values))[:k]
+    return [(int(keys[i]), float(values[i])) for i in order]
+
+
+def top_k(
+    fetched: Fetched, k: int, k1: float, b: float, name_weight: float
+) -> list[tuple[int, float]]:
+    """The exact BM25 top `k` as (chunk key, score), by score then key.
+
+    MaxScore over the sorted arrays: terms are scored fully from the rarest up
+    until the upper bounds of the remaining (common) terms together fall below
+    the k-th best partial score so far; a chunk outside the scored terms then
+    cannot reach the top k, and the chunks that still can are looked up in the
+    common terms' arrays by binary search instead of scoring every posting.
+    """
+    if k <= 0 or not fetched.terms or fetched.n_chunks <= 0:
+        return []
+    avgdl = fetched.total_length / max(fetched.n_chunks, 1)
+    length_weight, length_base = k1 * b / avgdl, k1 * (1 - b)
+    terms: list[_Term] = []
+    for term in fetched.terms:
+        arrays = [decode(s) for s in term.segments if s]
+        if not arrays:
+            continue
+        postings = arrays[0] if len(arrays) == 1 else np.concatenate(arrays)
+        weight = idf(fetched.n_chunks, term.df)
+        tf = postings["tf"]
+        named = name_weight > 0 and bool((tf < 0).any())
+        # Saturated tf grows with tf and falls with length: its largest tf over the
+        # shortest length bounds every posting of the term.
+        top_tf, min_length = float(np.abs(tf).max()), float(postings["length"].min())
+        bound = weight * top_tf * (k1 + 1) / (top_tf + length_weight * min_length + length_base)
+        terms.append(_Term(weight, postings, bound + (name_weight * weight if named else 0.0)))
+    if not terms:
+        return []
+    terms.sort(key=lambda t: len(t.postings))  # rarest first
+    size = 1 + max(int(t.postings["key"][-1]) for t in terms)
+    scores = np.zeros(size, dtype=np.float64)
+    dead = fetched.tombstones[fetched.tombstones < size] if len(fetched.tombstones) else None
+    touched = np.zeros(size, dtype=bool)
+    fresh_keys: list[np.ndarray] = []  # the union of the scored terms' keys, in pieces
+    scored_bound, remaining_bound = 0.0, sum(t.bound for t in terms)
+    remaining_postings = sum(len(t.postings) for t in terms)
+    for position, term in enumerate(terms):
+        keys = term.postings["key"].astype(np.intp)
+        scores[keys] += _contributions(term.postings, term.weight, k1, length_weight, length_base,
+                                       name_weight)
+        fresh_keys.append(keys[~touched[keys]])
+        touched[keys] = True
+        scored_bound += term.bound
+        remaining_bound -= term.bound
+        remaining_postings -= len(term.postings)
+        rest = terms[position + 1:]
+        union_size = sum(len(piece) for piece in fresh_keys)
+        # Pruning needs the k-th partial score above the rest's bound, and that score is at
+        # most `scored_bound`; it pays only while the rest hold more postings than the union.
+        if not rest or remaining_bound >= scored_bound or remaining_postings < 2 * union_size:
+            continue
+        candidates = np.concatenate(fresh_keys)
+        if dead is not None:
+            candidates = candidates[~np.isin(candidates, dead)]
+        if len(candidates) < k:
+            continue
+        partial = scores[candidates]
+        threshold = -np.partition(-partial, k - 1)[k - 1]
+        if remaining_bound >= threshold * (1 - PRUNE_SLACK):
+            continue
+        # No chunk outside `candidates` can reach `threshold`; complete those that still can.
+        candidates = candidates[partial + remaining_bound >= threshold * (1 - PRUNE_SLACK)]
+        for other in rest:
+            other_keys = other.postings["key"].astype(np.intp)
+            found = np.minimum(np.searchsorted(other_keys, candidates), len(other_keys) - 1)
+            hit = other_keys[found] == candidates
+            scores[candidates[hit]] += _contributions(
+                other.postings[found[hit]], other.weight, k1, length_weight, length_base, name_weight)
+        return _select(candidates, scores[candidates], k)
+    if dead is not None:
+        scores[dead] = 0.0
+    scored = np.flatnonzero(scores)
+    return _select(scored, scores[scored], k)
 
 
 def merge_segments(segments: Sequence[bytes], tombstones: np.ndarray) -> bytes:
