@@ -174,20 +174,29 @@ def top_k(
     fresh_keys: list[np.ndarray] = []  # the union of the scored terms' keys, in pieces
     scored_bound, remaining_bound = 0.0, sum(t.bound for t in terms)
     remaining_postings = sum(len(t.postings) for t in terms)
+    union_size, pruning = 0, True
     for position, term in enumerate(terms):
         keys = term.postings["key"].astype(np.intp)
         scores[keys] += _contributions(term.postings, term.weight, k1, length_weight, length_base,
                                        name_weight)
-        fresh_keys.append(keys[~touched[keys]])
-        touched[keys] = True
         scored_bound += term.bound
         remaining_bound -= term.bound
         remaining_postings -= len(term.postings)
         rest = terms[position + 1:]
-        union_size = sum(len(piece) for piece in fresh_keys)
-        # Pruning needs the k-th partial score above the rest's bound, and that score is at
-        # most `scored_bound`; it pays only while the rest hold more postings than the union.
-        if not rest or remaining_bound >= scored_bound or remaining_postings < 2 * union_size:
+        if not pruning or not rest:
+            continue
+        fresh = keys[~touched[keys]]
+        touched[keys] = True
+        fresh_keys.append(fresh)
+        union_size += len(fresh)
+        # Pruning pays only while the rest hold more postings than the union (the union
+        # only grows and the rest only shrink: once it does not pay, it never will).
+        if remaining_postings < 2 * union_size:
+            pruning = False
+            continue
+        # It needs the k-th partial score above the rest's bound; that score is at most
+        # `scored_bound`.
+        if remaining_bound >= scored_bound:
             continue
         candidates = np.concatenate(fresh_keys)
         if dead is not None:
