@@ -94,6 +94,9 @@ def idf(n_chunks: int, df: int) -> float:
 # Relative slack on the pruning bound, far above float64 summation error: a chunk
 # is skipped only when even its upper bound is clearly below the k-th score.
 PRUNE_SLACK = 1e-9
+# A binary search in a common term's array costs about this many postings' worth of
+# linear scoring (a guess of the right order: ~20 probes, each a cache miss).
+SEARCH_COST = 20
 
 
 @dataclass
@@ -207,8 +210,11 @@ def top_k(
         threshold = -np.partition(-partial, k - 1)[k - 1]
         if remaining_bound >= threshold * (1 - PRUNE_SLACK):
             continue
-        # No chunk outside `candidates` can reach `threshold`; complete those that still can.
+        # No chunk outside `candidates` can reach `threshold`; complete those that still can,
+        # unless binary searches for them would cost more than scoring the rest outright.
         candidates = candidates[partial + remaining_bound >= threshold * (1 - PRUNE_SLACK)]
+        if len(candidates) * SEARCH_COST * len(rest) > remaining_postings:
+            continue
         for other in rest:
             other_keys = other.postings["key"].astype(np.intp)
             found = np.minimum(np.searchsorted(other_keys, candidates), len(other_keys) - 1)
