@@ -55,16 +55,20 @@ def test_latency_benchmark_reports_every_stage_and_the_bm25_plan(conn, database_
         _drop(database_url, f"{prefix}_80")
     entry = document["sizes"]["80"]
     assert entry["corpus"]["chunks"] == 80
-    assert entry["storage"]["postings_rows"] > 0 and entry["storage"]["bytes_per_chunk"] > 0
-    for stage in ("query_terms", "lexical_bm25", "lexical_tsrank_cd", "dense_exact", "dense_hnsw",
-                  "fusion", "retrieve_total", "assembly"):
+    assert entry["storage"]["postings"] > 0 and entry["storage"]["bytes_per_chunk"] > 0
+    for stage in ("query_terms", "lexical_bm25", "query_encoding", "lexical_tsrank_cd",
+                  "dense_exact", "dense_hnsw", "fusion", "retrieve_total", "assembly"):
         assert entry["stages"][stage]["n"] == 6
         assert entry["stages"][stage]["p50_ms"] <= entry["stages"][stage]["p95_ms"]
-    plan = "\n".join(entry["bm25_slowest"]["explain_analyze"])
-    assert "postings" in plan and "Execution Time" in plan
-    assert document["encoder_query"]["n"] == 6
+    exact = entry["bm25"]["exact_match"]
+    assert exact["queries"] == 6 and exact["identical_top_k"] == 6
+    assert set(entry["bm25"]["parts"]) == {"fetch", "score_top_k", "chunk_ids"}
+    plan = "\n".join(entry["bm25_fetch_plan"])
+    assert "bm25_segments" in plan and "Execution Time" in plan
+    encoder = document["encoder_query"]
+    assert encoder["production"]["n"] == encoder["one_thread"]["n"] == 6
     assert document["machine"]["pgvector"]
-    path = bench.write_result("latency", document, tmp_path)
+    path = bench.write_result("latency", document, tmp_path, bench.FIGURES["latency"])
     assert json.loads(path.read_text())["sizes"]["80"]["queries"] == 6
     assert (tmp_path / "latency.png").stat().st_size > 0
 
@@ -78,7 +82,8 @@ def test_scale_benchmark_recall_is_exact_when_ef_search_covers_the_corpus(conn, 
                                      exact_sql_queries=2, index=index, progress=False)
     finally:
         _drop(database_url, index)
-    assert document["storage"]["postings_rows"] > 0
+    assert document["storage"]["postings"] > 0
+    assert document["bm25"]["exact_match"]["identical_top_k"] == 8
     assert [p["ef_search"] for p in document["curve"]] == [10, 400]
     for point in document["curve"]:
         assert 0.0 <= point["recall_at_10"] <= 1.0
@@ -88,7 +93,7 @@ def test_scale_benchmark_recall_is_exact_when_ef_search_covers_the_corpus(conn, 
     # With ef_search above the corpus size the graph search visits every vector.
     assert document["curve"][-1]["recall_at_10"] == 1.0
     assert not Store(conn, index).exists()
-    bench.write_result("scale", document, tmp_path)
+    bench.write_result("scale", document, tmp_path, bench.FIGURES["scale"])
     assert (tmp_path / "scale.png").stat().st_size > 0
 
 
@@ -100,7 +105,7 @@ def test_ingest_benchmark_embeds_exactly_the_chunks_sync_writes(conn, tmp_path):
     assert document["ratio"] > 0
     assert {r["step"] for r in document["runs"]} == {"sync", "encode"}
     assert set(document["phases_median_seconds"]) >= {"discover", "chunk", "embed", "write", "index"}
-    bench.write_result("ingest", document, tmp_path)
+    bench.write_result("ingest", document, tmp_path, bench.FIGURES["ingest"])
     assert (tmp_path / "ingest.png").stat().st_size > 0
 
 
@@ -128,13 +133,13 @@ def test_scifact_wrapper_runs_on_a_tiny_beir_folder(conn, database_url, tmp_path
     assert [row["condition"] for row in document["table"]] == ["lexical-bm25"]
     assert document["table"][0]["nDCG@10"] == pytest.approx(1.0)
     assert document["bm25_stage_top100"]["n"] == 2
-    bench.write_result("scifact", document, tmp_path)
+    bench.write_result("scifact", document, tmp_path, bench.FIGURES["scifact"])
     assert (tmp_path / "scifact.png").stat().st_size > 0
 
 
 def test_bad_benchmark_arguments_are_one_line_errors(conn):
     with pytest.raises(bench.BenchError):
-        bench._int_list("10,x")
+        bench.int_list("10,x")
     with pytest.raises(bench.BenchError):
         bench.bench_scale(conn, chunks=10)
     assert bench.main(["latency", "--sizes", "ten"]) == 2

@@ -23,10 +23,13 @@ def recomputed(conn, index: str) -> tuple[dict[str, int], tuple[int, int], int]:
 
 
 def maintained(conn, index: str) -> tuple[dict[str, int], tuple[int, int], int]:
+    """The trigger-maintained statistics, and the live postings the arrays hold."""
     df = dict(conn.execute(f'SELECT lexeme, df FROM "{index}".term_stats').fetchall())
     n, total = conn.execute(f'SELECT n_chunks, total_len FROM "{index}".corpus_stats').fetchone()
-    postings = conn.execute(f'SELECT count(*) FROM "{index}".postings').fetchone()[0]
-    return df, (int(n), int(total)), int(postings)
+    arrays = Store(conn, index).check_bm25_segments()
+    assert arrays.malformed_terms == []
+    assert arrays.live_df == df
+    return df, (int(n), int(total)), arrays.live_postings
 
 
 def test_statistics_equal_a_recomputation_after_every_change(tmp_path, conn, config, minilm):

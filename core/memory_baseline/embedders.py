@@ -155,8 +155,43 @@ def _batches(texts: Sequence[str], size: int, progress: bool, unit: str) -> Iter
             bar.update(len(batch))
 
 
+# Torch's intra-op threads for each job, chosen by measurement on the project's
+# 2-core machine with other jobs running (`memory-baseline bench encoder-threads`,
+# results in benchmarks/results/encoder-threads.json). One query is a tiny matrix
+# product: a second thread mostly waits for a core another job holds, and the
+# median query took an order of magnitude longer with two threads than with one,
+# so a query never uses more than one. Batch encoding also measured faster on one
+# thread than on two there, so ingest uses one as well; on a machine with idle
+# cores to spare, rerun that benchmark and raise INGEST_THREADS (never above the
+# core count, which `ingest_threads` enforces).
+QUERY_THREADS = 1
+INGEST_THREADS = 1
+
+
+def ingest_threads() -> int:
+    return max(1, min(INGEST_THREADS, os.cpu_count() or 1))
+
+
+@contextlib.contextmanager
+def torch_threads(count: int) -> Iterator[None]:
+    """Run the block with `count` torch intra-op threads (a process-wide setting), then restore."""
+    import torch
+
+    previous = torch.get_num_threads()
+    if previous != count:
+        torch.set_num_threads(count)
+    try:
+        yield
+    finally:
+        if previous != count:
+            torch.set_num_threads(previous)
+
+
 class SentenceTransformerEmbedder:
-    """A sentence-transformers model loaded from a local directory on CPU."""
+    """A sentence-transformers model loaded from a local directory on CPU.
+
+    Queries encode on `QUERY_THREADS` torch threads, documents on `ingest_threads()`.
+    """
 
     def __init__(
         self,
@@ -211,15 +246,17 @@ class SentenceTransformerEmbedder:
             return np.zeros((0, self.identity.dimension), dtype=np.float32)
         prefix = self.identity.document_prefix
         # Batches are fed one at a time so every provider's bar counts documents.
-        return np.concatenate(
-            [
-                self._encode([prefix + text for text in batch])
-                for batch in _batches(texts, self._batch_size, progress, "doc")
-            ]
-        )
+        with torch_threads(ingest_threads()):
+            return np.concatenate(
+                [
+                    self._encode([prefix + text for text in batch])
+                    for batch in _batches(texts, self._batch_size, progress, "doc")
+                ]
+            )
 
     def embed_query(self, text: str) -> np.ndarray:
-        return self._encode([self.identity.query_prefix + text])[0]
+        with torch_threads(QUERY_THREADS):
+            return self._encode([self.identity.query_prefix + text])[0]
 
 
 # SHA-256 of upstream model.safetensors (Hugging Face LFS object ids): the packages

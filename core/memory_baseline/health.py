@@ -4,7 +4,8 @@ Health is not memory quality: an index can pass every check here and still
 retrieve the wrong evidence. What it catches are the defects that would make a
 wrong answer meaningless to diagnose: chunks without a source, sources without
 chunks (a hash ahead of its text), vectors of another representation, BM25
-statistics that no longer match the text, missing indexes. Failed observations
+statistics that no longer match the text, posting arrays that disagree with
+those statistics, missing indexes. Failed observations
 (files that could not be read on the last pass) are reported as warnings: the
 last good content is still served.
 """
@@ -103,16 +104,34 @@ def check_health(
               f"maintained n={stats_row[0]} len={stats_row[1]}; "
               f"recomputed n={stats_row[2]} len={stats_row[3]}"))
     drift = scalar(
-        "SELECT count(*) FROM (SELECT lexeme, count(*) AS df FROM {s}.postings GROUP BY 1) p "
-        "FULL JOIN {s}.term_stats t USING (lexeme) WHERE p.df IS DISTINCT FROM t.df"
+        "SELECT count(*) FROM (SELECT u.lexeme, count(*) AS df FROM {s}.chunks c, unnest(c.tsv) u "
+        "GROUP BY 1) p FULL JOIN {s}.term_stats t USING (lexeme) WHERE p.df IS DISTINCT FROM t.df"
     )
-    add(Check("bm25_term_stats", drift == 0, f"{drift} term(s) whose df differs from postings"))
-    postings_drift = scalar(
-        "SELECT (SELECT count(*) FROM {s}.postings) - "
-        "(SELECT count(*) FROM {s}.chunks c, unnest(c.tsv))"
-    )
-    add(Check("bm25_postings", postings_drift == 0,
-              f"postings minus chunk lexemes = {postings_drift}"))
+    add(Check("bm25_term_stats", drift == 0,
+              f"{drift} term(s) whose maintained df differs from the chunks' text"))
+    # The posting arrays against the statistics (the source of truth) and the chunk rows.
+    arrays = store.check_bm25_segments()
+    maintained_df = dict(conn.execute(sql.SQL("SELECT lexeme, df FROM {s}.term_stats").format(s=s)))
+    array_drift = sorted(t for t in maintained_df.keys() | arrays.live_df.keys()
+                         if maintained_df.get(t) != arrays.live_df.get(t))
+    add(Check("bm25_arrays_df", not array_drift,
+              f"{len(array_drift)} term(s) whose live postings differ from df"
+              + (f", e.g. {array_drift[:5]}" if array_drift else "")))
+    lexemes = scalar("SELECT count(*) FROM {s}.chunks c, unnest(c.tsv)")
+    add(Check("bm25_arrays_postings", arrays.live_postings == lexemes,
+              f"live postings in arrays {arrays.live_postings}, chunk lexemes {lexemes}"))
+    add(Check("bm25_arrays_well_formed", not arrays.malformed_terms,
+              f"{len(arrays.malformed_terms)} term(s) whose arrays contradict the chunks"
+              + (f", e.g. {arrays.malformed_terms[:5]}" if arrays.malformed_terms else "")))
+    live_tombstones = scalar("SELECT count(*) FROM {s}.bm25_tombstones t JOIN {s}.chunks c "
+                             "USING (chunk_key)")
+    add(Check("bm25_tombstones", live_tombstones == 0,
+              f"{live_tombstones} tombstone(s) of chunks that still exist"))
+    backlog = store.bm25_backlog()
+    add(Check("bm25_compaction_backlog", True,
+              f"{backlog['multi_segment_terms']} term(s) in several segments, "
+              f"{backlog['dirty_terms']} with removed postings, {backlog['tombstones']} "
+              "tombstone(s) (queries are exact either way; refresh compacts)", "warning"))
 
     gin = conn.execute("SELECT to_regclass(%s) IS NOT NULL",
                        (f'"{index}".chunks_tsv_gin',)).fetchone()[0]

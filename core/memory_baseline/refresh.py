@@ -19,7 +19,8 @@ messages (`memory_baseline.git_history`). Its decisions:
   collide. A change of vector *dimension* alters the
   column, which locks the chunks table until commit: readers wait, they do
   not see a half-built index. The HNSW index is (re)built and statistics
-  refreshed after the commit; a crash there costs only the next refresh's time;
+  refreshed and the BM25 segments compacted after the commit; a crash there
+  costs only the next refresh's time;
 - an indexed file that exists but cannot be used now (I/O error, permissions,
   invalid UTF-8, vanished mid-read, emptied or truncated mid-write, binary,
   too large, replaced by a FIFO, socket, directory or a link out of the root),
@@ -47,6 +48,7 @@ messages (`memory_baseline.git_history`). Its decisions:
 
 from __future__ import annotations
 
+import hashlib
 import stat
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -264,6 +266,9 @@ def sync(
         store.build_hnsw()
         report.hnsw_built = True
     if report.changed_anything:
+        # Merge this sync's BM25 delta segments and drop its tombstones (each batch
+        # of terms commits on its own; queries are exact before, during and after).
+        store.compact_bm25()
         store.analyze()
     seconds["index"] = time.perf_counter() - t_index
     seconds["total"] = time.perf_counter() - started
@@ -473,17 +478,27 @@ def name_terms(source_id: str) -> list[str]:
 
 
 def _row(record: SourceRecord, chunk: Chunk, vector) -> ChunkRow:
+    return chunk_row(record.source_id, chunk.chunk_id, chunk.ordinal, chunk.start, chunk.end,
+                     chunk.section, chunk.text, vector, content_hash=chunk.content_hash)
+
+
+def chunk_row(source_id: str, chunk_id: str, ordinal: int, char_start: int, char_end: int,
+              section: str | None, text: str, vector, *, content_hash: str | None = None) -> ChunkRow:
+    """The store row of one chunk: its identifier terms and the terms naming its source.
+
+    The one place rows are built, for ingest and for the benchmarks' bulk loads alike.
+    """
     return ChunkRow(
-        chunk_id=chunk.chunk_id,
-        source_id=record.source_id,
-        ordinal=chunk.ordinal,
-        char_start=chunk.start,
-        char_end=chunk.end,
-        section=chunk.section,
-        text=chunk.text,
-        content_hash=chunk.content_hash,
-        identifiers=extract_identifiers(chunk.text),
-        name_terms=name_terms(record.source_id),
+        chunk_id=chunk_id,
+        source_id=source_id,
+        ordinal=ordinal,
+        char_start=char_start,
+        char_end=char_end,
+        section=section,
+        text=text,
+        content_hash=content_hash or hashlib.sha256(text.encode("utf-8")).hexdigest(),
+        identifiers=extract_identifiers(text),
+        name_terms=name_terms(source_id),
         embedding=vector,
     )
 

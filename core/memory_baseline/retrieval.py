@@ -4,8 +4,9 @@ Lexical. Two rankers over the same stored tsvector (English lexemes plus the
 identifier terms of `memory_baseline.identifiers`), with the query's terms
 OR-ed so a passage need not contain every word of a question:
 
-- ``bm25`` (default): Okapi BM25 computed in SQL from postings and document
-  frequencies that triggers keep in the same transaction as the chunks.
+- ``bm25`` (default): exact Okapi BM25 over per-term posting arrays that
+  triggers keep in the same transaction as the chunks, fetched in one statement
+  and scored with numpy (`memory_baseline.bm25`).
   Measured on BEIR SciFact, PostgreSQL's own ranking is far weaker because
   it has no IDF: ``ts_rank_cd`` nDCG@10 0.319, BM25 0.686 (see the README).
 - ``tsrank-cd``: the chapter's `ts_rank_cd` ranking, kept as a named condition
@@ -27,6 +28,12 @@ asking for 30 candidates returns 30 (measured: at the default ``ef_search`` 40
 a top-100 query returned about 40 rows). ``dense_plan = "exact"`` forces the
 exact scan; ``explain = true`` records the plan that actually ran.
 
+Overlap. With both paths on, the lexical path runs on a second connection in a
+worker thread while the query is encoded and the HNSW query runs, so a hybrid
+query costs about the slower path, not their sum. From inside a transaction the
+paths run one after the other on the caller's connection, which alone sees the
+transaction's own writes.
+
 Fusion. Reciprocal rank fusion (k = 60 by default) combines the two rankings
 without pretending their scores share a scale; a convex blend of min-max
 normalised scores is available as ``fusion = "blend"``. The trace reports
@@ -36,7 +43,9 @@ each path's count and the size of the fused union — the real candidate budget.
 from __future__ import annotations
 
 import time
+import weakref
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 
 import psycopg
@@ -254,6 +263,8 @@ class Retriever:
         )
         if needs_dense:
             self._check_representation()
+        self._lexical_conn: psycopg.Connection | None = None
+        self._pool: ThreadPoolExecutor | None = None
 
     def _check_representation(self) -> None:
         in_use = self.store.representations_in_use()
@@ -270,49 +281,30 @@ class Retriever:
         """Every stage of one query, all read from one snapshot of the index."""
         if not query.strip():
             raise ValueError("empty query")
-        with self.store.snapshot():
-            return self._retrieve(query)
+        with self.store.snapshot() as snapshot_id:
+            return self._retrieve(query, snapshot_id)
 
-    def _retrieve(self, query: str) -> RetrievalResult:
+    def _retrieve(self, query: str, snapshot_id: str | None) -> RetrievalResult:
         settings = self.config.retrieval
         depth = settings.per_path_candidates
         stages: list[Stage] = []
-        rankings: list[tuple[Candidate, ...]] = []
-
-        if settings.lexical != "none":
-            t0 = time.perf_counter()
-            terms = query_terms(self.store, query)
-            if settings.lexical == "bm25":
-                hits = self.store.lexical_bm25(terms, depth, settings.bm25_k1, settings.bm25_b,
-                                               settings.bm25_name_weight)
-            elif settings.lexical == "tsrank-cd":
-                hits = self.store.lexical_tsrank_cd(terms, depth)
-            else:
-                raise ValueError(f"unknown lexical ranker {settings.lexical!r}: bm25, tsrank-cd or none")
-            lexical = _ranked(hits)
-            stages.append(Stage("lexical", lexical, (time.perf_counter() - t0) * 1000,
-                                {"ranker": settings.lexical, "terms": terms, "requested": depth,
-                                 "returned": len(lexical)}))
-            rankings.append(lexical)
-
-        if settings.dense:
-            t0 = time.perf_counter()
-            vector = self.embedder.embed_query(query)
-            t_encoded = time.perf_counter()
-            hits, plan = self.store.dense(
-                vector, depth, self.representation_id, plan=settings.dense_plan,
-                ef_search=settings.hnsw_ef_search, iterative_scan=settings.hnsw_iterative_scan,
-                explain=settings.explain,
-            )
-            dense = _ranked(hits)
-            detail = {"plan": settings.dense_plan, "hnsw_present": self.store.has_hnsw(),
-                      "ef_search": max(settings.hnsw_ef_search, depth),
-                      "iterative_scan": settings.hnsw_iterative_scan, "requested": depth,
-                      "returned": len(dense), "encode_ms": round((t_encoded - t0) * 1000, 3)}
-            if plan is not None:
-                detail["explain"] = plan
-            stages.append(Stage("dense", dense, (time.perf_counter() - t0) * 1000, detail))
-            rankings.append(dense)
+        if settings.lexical != "none" and settings.dense and snapshot_id is not None:
+            # The two paths overlap: BM25 (terms, one fetch, numpy) on a second
+            # connection in a worker thread, inside the snapshot this search reads
+            # (so no refresh can commit between the paths), while this thread
+            # encodes the query and runs the HNSW query; each stage reports its own
+            # time. Inside a caller's transaction (no exported snapshot) the paths
+            # run one after the other on that transaction, which sees its own writes.
+            lexical_future = self._lexical_pool().submit(self._overlapped_lexical_stage, query,
+                                                         snapshot_id)
+            dense_stage = self._dense_stage(query)
+            stages += [lexical_future.result(), dense_stage]
+        else:
+            if settings.lexical != "none":
+                stages.append(self._lexical_stage(query, self.store))
+            if settings.dense:
+                stages.append(self._dense_stage(query))
+        rankings = [stage.candidates for stage in stages]
 
         if not rankings:
             raise ValueError("both retrieval paths are disabled (lexical = none, dense = false)")
@@ -363,6 +355,73 @@ class Retriever:
         hits = [h for h in self.store.named_chunks(identifiers, limit + len(present))
                 if h.chunk_id not in present][:limit]
         return [Candidate(h.chunk_id, h.source_id, 0.0, len(fused) + i) for i, h in enumerate(hits, 1)]
+
+    def _lexical_stage(self, query: str, store: Store, *, overlapped: bool = False) -> Stage:
+        settings = self.config.retrieval
+        depth = settings.per_path_candidates
+        t0 = time.perf_counter()
+        terms = query_terms(store, query)
+        if settings.lexical == "bm25":
+            hits = store.lexical_bm25(terms, depth, settings.bm25_k1, settings.bm25_b,
+                                      settings.bm25_name_weight)
+        elif settings.lexical == "tsrank-cd":
+            hits = store.lexical_tsrank_cd(terms, depth)
+        else:
+            raise ValueError(f"unknown lexical ranker {settings.lexical!r}: bm25, tsrank-cd or none")
+        lexical = _ranked(hits)
+        return Stage("lexical", lexical, (time.perf_counter() - t0) * 1000,
+                     {"ranker": settings.lexical, "terms": terms, "requested": depth,
+                      "returned": len(lexical), "overlapped_with_dense": overlapped})
+
+    def _dense_stage(self, query: str) -> Stage:
+        settings = self.config.retrieval
+        depth = settings.per_path_candidates
+        t0 = time.perf_counter()
+        vector = self.embedder.embed_query(query)
+        t_encoded = time.perf_counter()
+        hits, plan = self.store.dense(
+            vector, depth, self.representation_id, plan=settings.dense_plan,
+            ef_search=settings.hnsw_ef_search, iterative_scan=settings.hnsw_iterative_scan,
+            explain=settings.explain,
+        )
+        dense = _ranked(hits)
+        detail = {"plan": settings.dense_plan, "hnsw_present": self.store.has_hnsw(),
+                  "ef_search": max(settings.hnsw_ef_search, depth),
+                  "iterative_scan": settings.hnsw_iterative_scan, "requested": depth,
+                  "returned": len(dense), "encode_ms": round((t_encoded - t0) * 1000, 3)}
+        if plan is not None:
+            detail["explain"] = plan
+        return Stage("dense", dense, (time.perf_counter() - t0) * 1000, detail)
+
+    def _overlapped_lexical_stage(self, query: str, snapshot_id: str) -> Stage:
+        store = self._lexical_store()
+        with store.reading_snapshot(snapshot_id):
+            return self._lexical_stage(query, store, overlapped=True)
+
+    def _lexical_store(self) -> Store:
+        """A store on a second connection to the same server, opened on first use."""
+        if self._lexical_conn is None:
+            info = self.conn.info
+            self._lexical_conn = psycopg.connect(
+                info.dsn, autocommit=True,
+                **({"password": info.password} if info.password else {}))
+            weakref.finalize(self, self._lexical_conn.close)
+        return Store(self._lexical_conn, self.config.index)
+
+    def _lexical_pool(self) -> ThreadPoolExecutor:
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="bm25")
+            weakref.finalize(self, self._pool.shutdown, wait=False)
+        return self._pool
+
+    def close(self) -> None:
+        """Close the second connection and the worker thread (also done when collected)."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None
+        if self._lexical_conn is not None:
+            self._lexical_conn.close()
+            self._lexical_conn = None
 
     def _passages(self, chunk_ids: Sequence[str]) -> dict[str, PassageText]:
         rows = self.store.chunk_texts(chunk_ids)

@@ -11,10 +11,14 @@ One schema per index (a validated name, always quoted with
 - ``chunks``: text and character span of each chunk, a stored tsvector (English
   lexemes plus identifier terms, see `identifiers`) with a GIN index, its BM25
   length, and its embedding (pgvector; HNSW with cosine ops where built).
-- ``postings``, ``term_stats``, ``corpus_stats``: BM25 statistics kept by
-  statement-level triggers on ``chunks`` in the same transaction as the chunk
-  rows, so they can never drift from the text they describe. Chunk rows are
-  immutable: a changed source is replaced (delete + insert), never updated.
+- ``term_stats``, ``corpus_stats``: BM25 statistics kept by statement-level
+  triggers on ``chunks`` in the same transaction as the chunk rows, so they can
+  never drift from the text they describe. Chunk rows are immutable: a changed
+  source is replaced (delete + insert), never updated.
+- ``bm25_segments``, ``bm25_tombstones``, ``bm25_dirty_terms``: per-term posting
+  arrays written by the same triggers (an append-only delta per insert
+  statement, tombstones for deleted chunks) and merged by `Store.compact_bm25`;
+  the format and the scoring are in `memory_baseline.bm25`.
 
 The tsvector is a stored generated column rather than an expression index:
 measured on SciFact, an expression GIN index made the lexical query about 20x
@@ -24,19 +28,21 @@ slower (p50 632 ms vs 32 ms), because every candidate row re-parses its text.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 import numpy as np
 import psycopg
 from psycopg import sql
 from psycopg.pq import TransactionStatus
 
+from . import bm25
 from .config import validate_index_name
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: BM25 posting arrays replace the row-per-posting table
 HNSW_INDEX = "chunks_embedding_hnsw"
 
 
@@ -129,14 +135,15 @@ CREATE INDEX IF NOT EXISTS chunks_source_idx ON {s}.chunks (source_id, ordinal);
 CREATE INDEX IF NOT EXISTS chunks_tsv_gin ON {s}.chunks USING gin (tsv);
 CREATE INDEX IF NOT EXISTS chunks_name_terms_gin ON {s}.chunks USING gin (name_terms);
 CREATE INDEX IF NOT EXISTS chunks_representation_idx ON {s}.chunks (representation_id);
-CREATE TABLE IF NOT EXISTS {s}.postings (
+CREATE TABLE IF NOT EXISTS {s}.bm25_segments (
     lexeme text NOT NULL,
-    chunk_key bigint NOT NULL,
-    tf integer NOT NULL,
-    doc_len integer NOT NULL,
-    in_name boolean NOT NULL,
-    PRIMARY KEY (lexeme, chunk_key) INCLUDE (tf, doc_len, in_name)
+    segment bigint GENERATED ALWAYS AS IDENTITY,
+    postings bytea NOT NULL,
+    PRIMARY KEY (lexeme, segment)
 );
+ALTER TABLE {s}.bm25_segments ALTER COLUMN postings SET STORAGE EXTERNAL;
+CREATE TABLE IF NOT EXISTS {s}.bm25_tombstones (chunk_key bigint PRIMARY KEY);
+CREATE TABLE IF NOT EXISTS {s}.bm25_dirty_terms (lexeme text PRIMARY KEY);
 CREATE TABLE IF NOT EXISTS {s}.term_stats (lexeme text PRIMARY KEY, df integer NOT NULL);
 CREATE TABLE IF NOT EXISTS {s}.corpus_stats (
     singleton boolean PRIMARY KEY DEFAULT true CHECK (singleton),
@@ -147,10 +154,16 @@ INSERT INTO {s}.corpus_stats VALUES (true, 0, 0) ON CONFLICT DO NOTHING;
 
 CREATE OR REPLACE FUNCTION {s}.bm25_add() RETURNS trigger LANGUAGE plpgsql AS $body$
 BEGIN
-    INSERT INTO {s}.postings (lexeme, chunk_key, tf, doc_len, in_name)
-        SELECT u.lexeme, n.chunk_key, coalesce(array_length(u.positions, 1), 1), n.doc_len,
-               u.lexeme = ANY(n.name_terms)
-        FROM new_rows n, unnest(n.tsv) u;
+    IF EXISTS (SELECT 1 FROM new_rows WHERE doc_len > 32767) THEN
+        RAISE EXCEPTION 'a chunk of more than 32767 lexemes does not fit the BM25 posting format';
+    END IF;
+    -- One delta segment per term of this statement: 8 bytes a posting (see bm25.POSTING).
+    INSERT INTO {s}.bm25_segments (lexeme, postings)
+        SELECT u.lexeme, string_agg(int4send(n.chunk_key::int4)
+                   || int2send((CASE WHEN u.lexeme = ANY(n.name_terms) THEN -1 ELSE 1 END
+                                * least(coalesce(array_length(u.positions, 1), 1), 32767))::int2)
+                   || int2send(n.doc_len::int2), '' ORDER BY n.chunk_key)
+        FROM new_rows n, unnest(n.tsv) u GROUP BY u.lexeme ORDER BY u.lexeme;
     INSERT INTO {s}.term_stats AS t (lexeme, df)
         SELECT u.lexeme, count(*) FROM new_rows n, unnest(n.tsv) u GROUP BY u.lexeme
         ORDER BY u.lexeme
@@ -161,9 +174,11 @@ BEGIN
 END $body$;
 CREATE OR REPLACE FUNCTION {s}.bm25_remove() RETURNS trigger LANGUAGE plpgsql AS $body$
 BEGIN
-    DELETE FROM {s}.postings p USING (
-        SELECT u.lexeme, o.chunk_key FROM old_rows o, unnest(o.tsv) u) d
-        WHERE p.lexeme = d.lexeme AND p.chunk_key = d.chunk_key;
+    INSERT INTO {s}.bm25_tombstones (chunk_key) SELECT chunk_key FROM old_rows
+        ORDER BY chunk_key ON CONFLICT DO NOTHING;
+    INSERT INTO {s}.bm25_dirty_terms (lexeme)
+        SELECT DISTINCT u.lexeme FROM old_rows o, unnest(o.tsv) u ORDER BY u.lexeme
+        ON CONFLICT DO NOTHING;
     UPDATE {s}.term_stats t SET df = t.df - d.n FROM (
         SELECT u.lexeme, count(*) AS n FROM old_rows o, unnest(o.tsv) u
         GROUP BY u.lexeme ORDER BY u.lexeme) d
@@ -194,30 +209,44 @@ CREATE TRIGGER chunks_immutable BEFORE UPDATE ON {s}.chunks
 """
 
 
-# Okapi BM25 over the postings of the query terms. Three details keep it cheap (measured
-# on a 10,000-chunk generated world, 50 queries, identical top 30: p50 1,116 ms -> 42 ms):
-# `LIMIT 1` tells the planner `stats` is one row (unanalysed, it guessed ~1,800 and
-# merge-joined the query terms against the whole postings index); the LATERAL subquery
-# with OFFSET 0 (an optimisation fence) forces one index lookup per query term; and
-# `q` is MATERIALIZED so each term's idf (numeric ln) is computed once, not per posting.
-_BM25_SQL = """WITH stats AS (
+# The exhaustive reference for `lexical_bm25`: every chunk containing a query term
+# (found through the GIN index) is scored from its own tsvector, straight from the
+# text, with the same formula and tie-break. Too slow for queries at scale (it
+# re-reads the tsvector of every matching chunk); tests and benchmarks compare
+# the posting arrays against it.
+_BM25_EXHAUSTIVE_SQL = """WITH stats AS (
         SELECT n_chunks, total_len::float8 / greatest(n_chunks, 1) AS avgdl
         FROM {s}.corpus_stats LIMIT 1),
     q AS MATERIALIZED (
-        SELECT t.lexeme, ln(1 + (st.n_chunks - t.df + 0.5) / (t.df + 0.5)) AS idf
+        SELECT t.lexeme, ln(1 + (st.n_chunks - t.df + 0.5)::float8 / (t.df + 0.5)) AS idf
         FROM {s}.term_stats t, stats st WHERE t.lexeme = ANY(%(terms)s)),
     scored AS (
-        SELECT p.chunk_key,
-               sum(q.idf * (p.tf * (%(k1)s + 1)
-                   / (p.tf + %(k1)s * (1 - %(b)s + %(b)s * p.doc_len / st.avgdl))
-                   + CASE WHEN p.in_name THEN %(name_weight)s ELSE 0 END)) AS score
-        FROM q CROSS JOIN stats st CROSS JOIN LATERAL (
-            SELECT chunk_key, tf, doc_len, in_name FROM {s}.postings
-            WHERE lexeme = q.lexeme OFFSET 0) p
-        GROUP BY p.chunk_key ORDER BY score DESC, p.chunk_key LIMIT %(limit)s)
+        SELECT c.chunk_key,
+               sum(q.idf * (u.tf * (%(k1)s + 1)
+                   / (u.tf + %(k1)s * (1 - %(b)s + %(b)s * c.doc_len / st.avgdl))
+                   + CASE WHEN u.lexeme = ANY(c.name_terms) THEN %(name_weight)s ELSE 0 END))
+                   AS score
+        FROM {s}.chunks c CROSS JOIN stats st
+        CROSS JOIN LATERAL (SELECT x.lexeme, coalesce(array_length(x.positions, 1), 1) AS tf
+                            FROM unnest(c.tsv) x) u
+        JOIN q ON q.lexeme = u.lexeme
+        WHERE c.tsv @@ CAST(%(tsquery)s AS tsquery)
+        GROUP BY c.chunk_key ORDER BY score DESC, c.chunk_key LIMIT %(limit)s)
     SELECT c.chunk_id, c.source_id, scored.score
     FROM scored JOIN {s}.chunks c ON c.chunk_key = scored.chunk_key
     ORDER BY scored.score DESC, c.chunk_id"""
+
+# Everything one BM25 query reads, in one statement and so one snapshot: the corpus
+# size and length, each query term's df with its segments, and the tombstones.
+_BM25_FETCH_SQL = """SELECT 'corpus'::text, NULL::text, n_chunks, int8send(total_len)
+        FROM {s}.corpus_stats
+    UNION ALL
+    SELECT 'term', t.lexeme, t.df::bigint, g.postings
+        FROM {s}.term_stats t JOIN {s}.bm25_segments g ON g.lexeme = t.lexeme
+        WHERE t.lexeme = ANY(%(terms)s)
+    UNION ALL
+    SELECT 'tombstones', NULL, count(*), coalesce(string_agg(int8send(chunk_key), ''), '')
+        FROM {s}.bm25_tombstones"""
 
 
 def tsquery_from_terms(terms: Iterable[str]) -> str:
@@ -257,6 +286,11 @@ class Store:
                 f"index {self.index!r} does not exist: run `memory-baseline init --index "
                 f"{self.index}` and `ingest` first"
             )
+        if not self.has_posting_arrays():
+            raise StoreError(
+                f"index {self.index!r} has the version-1 BM25 layout: run `memory-baseline "
+                "refresh` (or `ingest`) once to move it to posting arrays"
+            )
 
     def create(self, dimension: int) -> bool:
         """Create the schema if absent; returns True when it was created now.
@@ -275,6 +309,7 @@ class Store:
                         f"embedder makes {dimension}-d ones: run `refresh` to re-embed, or "
                         "use another index"
                     )
+                self.upgrade_bm25()
                 return False
             self.conn.execute(sql.SQL(_SCHEMA_DDL).format(s=self.schema, dim=sql.Literal(dimension)))
             self.set_meta("schema_version", SCHEMA_VERSION)
@@ -295,20 +330,59 @@ class Store:
         return bool(row and row[0])
 
     @contextmanager
-    def snapshot(self) -> Iterator[None]:
+    def snapshot(self) -> Iterator[str | None]:
         """One repeatable-read snapshot for everything run inside (a whole search).
 
         Ranking and fetching passage text are separate statements; under read
         committed a refresh committing between them would return text that no
-        longer holds the terms it was ranked by. Inside an open transaction this
-        adds nothing (that transaction decides).
+        longer holds the terms it was ranked by. Yields the snapshot's exported id
+        (`pg_export_snapshot`), so a second connection can read the very same
+        snapshot (`reading_snapshot`): the overlapped BM25 path of a hybrid search.
+        Inside an open transaction this adds nothing (that transaction decides) and
+        yields None.
         """
         if self.conn.info.transaction_status != TransactionStatus.IDLE:
-            yield
+            yield None
             return
         with self.conn.transaction():
             self.conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+            yield self.conn.execute("SELECT pg_export_snapshot()").fetchone()[0]
+
+    @contextmanager
+    def reading_snapshot(self, snapshot_id: str) -> Iterator[None]:
+        """Read inside the snapshot another connection exported (`snapshot`)."""
+        with self.conn.transaction():
+            self.conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+            self.conn.execute(sql.SQL("SET TRANSACTION SNAPSHOT {}").format(sql.Literal(snapshot_id)))
             yield
+
+    def upgrade_bm25(self) -> bool:
+        """Move a version-1 index (one row per posting) to posting arrays; True when it did.
+
+        The arrays are rebuilt from the chunks' own tsvectors, one segment per term,
+        in one transaction (a savepoint inside the caller's). Writers call it through
+        `create`; readers of a version-1 index get an error that says to refresh.
+        """
+        if self.has_posting_arrays():
+            return False
+        with self.conn.transaction():
+            self.lock_for_write()
+            self.conn.execute(sql.SQL(_SCHEMA_DDL).format(s=self.schema,
+                                                          dim=sql.Literal(self.dimension())))
+            self.conn.execute(self._q("DROP TABLE IF EXISTS {s}.postings"))
+            self.conn.execute(self._q(
+                "INSERT INTO {s}.bm25_segments (lexeme, postings) "
+                "SELECT u.lexeme, string_agg(int4send(c.chunk_key::int4) "
+                "|| int2send((CASE WHEN u.lexeme = ANY(c.name_terms) THEN -1 ELSE 1 END "
+                "* coalesce(array_length(u.positions, 1), 1))::int2) || int2send(c.doc_len::int2), '' "
+                "ORDER BY c.chunk_key) FROM {s}.chunks c, unnest(c.tsv) u GROUP BY u.lexeme"))
+            self.set_meta("schema_version", SCHEMA_VERSION)
+        return True
+
+    def has_posting_arrays(self) -> bool:
+        row = self.conn.execute("SELECT to_regclass(%s) IS NOT NULL",
+                                (f'"{self.index}".bm25_segments',)).fetchone()
+        return bool(row and row[0])
 
     def drop(self) -> None:
         with self.conn.transaction():
@@ -513,6 +587,38 @@ class Store:
 
     def build_hnsw(self, m: int = 16, ef_construction: int = 64) -> None:
         self.conn.execute("SET maintenance_work_mem = '256MB'")
+        self.build_hnsw_index(m, ef_construction)
+
+    def drop_hnsw(self) -> None:
+        self.conn.execute(
+            sql.SQL("DROP INDEX IF EXISTS {s}.{name}").format(
+                s=self.schema, name=sql.Identifier(HNSW_INDEX)
+            )
+        )
+
+    def build_hnsw_with(self, *, m: int, ef_construction: int, maintenance_work_mem: str,
+                        parallel_workers: int) -> float:
+        """(Re)build the HNSW index with explicit build memory and workers; returns seconds.
+
+        `build_hnsw` keeps the server's settings small for interactive ingest; a
+        million-vector graph needs several GB of maintenance memory or the build
+        slows to a crawl.
+        """
+        import time
+
+        self.drop_hnsw()
+        self.conn.execute(sql.SQL("SET maintenance_work_mem = {}").format(sql.Literal(maintenance_work_mem)))
+        self.conn.execute(sql.SQL("SET max_parallel_maintenance_workers = {}").format(
+            sql.Literal(int(parallel_workers))))
+        started = time.perf_counter()
+        try:
+            self.build_hnsw_index(m, ef_construction)
+        finally:
+            self.conn.execute("RESET maintenance_work_mem")
+            self.conn.execute("RESET max_parallel_maintenance_workers")
+        return time.perf_counter() - started
+
+    def build_hnsw_index(self, m: int, ef_construction: int) -> None:
         self.conn.execute(
             sql.SQL(
                 "CREATE INDEX IF NOT EXISTS {name} ON {s}.chunks USING hnsw "
@@ -523,19 +629,55 @@ class Store:
             )
         )
 
-    def drop_hnsw(self) -> None:
-        self.conn.execute(
-            sql.SQL("DROP INDEX IF EXISTS {s}.{name}").format(
-                s=self.schema, name=sql.Identifier(HNSW_INDEX)
-            )
+    # -- bulk loading (benchmarks) -------------------------------------------
+    def copy_sources(self, sources: Iterable[tuple], representation_id: str) -> None:
+        """Binary COPY of (source_id, kind, content_hash, size_bytes, artifact_time) rows."""
+        statement = self._q(
+            "COPY {s}.sources (source_id, kind, content_hash, size_bytes, artifact_time, "
+            "representation_id) FROM STDIN (FORMAT BINARY)"
         )
+        with self.conn.cursor().copy(statement) as copy:
+            copy.set_types(["text", "text", "text", "int8", "timestamptz", "text"])
+            for source in sources:
+                copy.write_row((*source, representation_id))
+
+    def drop_fulltext_index(self) -> None:
+        """Drop the GIN index before a bulk load (`build_fulltext_index` restores it)."""
+        self.conn.execute(self._q("DROP INDEX IF EXISTS {s}.chunks_tsv_gin"))
+
+    def build_fulltext_index(self, maintenance_work_mem: str = "1GB") -> None:
+        self.conn.execute(sql.SQL("SET maintenance_work_mem = {}").format(sql.Literal(maintenance_work_mem)))
+        try:
+            self.conn.execute(self._q(
+                "CREATE INDEX IF NOT EXISTS chunks_tsv_gin ON {s}.chunks USING gin (tsv)"))
+        finally:
+            self.conn.execute("RESET maintenance_work_mem")
+
+    def storage(self) -> dict[str, Any]:
+        """Bytes on disk of each table (with its indexes and TOAST) and of each index."""
+        tables = ("chunks", "bm25_segments", "bm25_tombstones", "bm25_dirty_terms", "term_stats",
+                  "sources")
+        sizes = {t: int(self.conn.execute("SELECT pg_total_relation_size(%s)",
+                                          (f'"{self.index}".{t}',)).fetchone()[0]) for t in tables}
+        indexes = {
+            name: int(size) for name, size in self.conn.execute(
+                "SELECT c.relname, pg_relation_size(c.oid) FROM pg_index i "
+                "JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_class t ON t.oid = i.indrelid "
+                "JOIN pg_namespace n ON n.oid = t.relnamespace WHERE n.nspname = %s ORDER BY 1",
+                (self.index,)).fetchall()
+        }
+        segment_bytes, postings = self.conn.execute(self._q(
+            "SELECT coalesce(sum(octet_length(postings)), 0), "
+            "coalesce(sum(octet_length(postings)), 0) / 8 FROM {s}.bm25_segments")).fetchone()
+        return {"bytes": sizes, "index_bytes": indexes, "total_bytes": sum(sizes.values()),
+                "bm25_array_bytes": int(segment_bytes), "postings": int(postings)}
 
     def analyze(self) -> None:
         """Refresh planner statistics and the visibility map (index-only BM25 scans)."""
         previous = self.conn.autocommit
         self.conn.autocommit = True
         try:
-            for table in ("chunks", "postings", "term_stats", "sources"):
+            for table in ("chunks", "bm25_segments", "term_stats", "sources"):
                 self.conn.execute(
                     sql.SQL("VACUUM (ANALYZE) {s}.{t}").format(s=self.schema, t=sql.Identifier(table))
                 )
@@ -596,7 +738,7 @@ class Store:
     def lexical_bm25(
         self, terms: Sequence[str], limit: int, k1: float, b: float, name_weight: float = 1.0
     ) -> list[Hit]:
-        """Okapi BM25 over the postings of the query terms (Lucene's IDF, never negative).
+        """Okapi BM25 top `limit` over the query terms' posting arrays (exact; see `bm25`).
 
         A query term that names the chunk's source (path, file name or stem) adds
         `name_weight` x idf, a second field in the manner of BM25F: a question naming
@@ -604,12 +746,163 @@ class Store:
         """
         if not terms:
             return []
+        ranked = bm25.top_k(self.bm25_fetch(terms), int(limit), float(k1), float(b),
+                            float(name_weight))
+        return self._hits_by_key(ranked)
+
+    def bm25_fetch(self, terms: Sequence[str]) -> bm25.Fetched:
+        """The statistics, segments and tombstones of one query, in one binary statement."""
+        segments: dict[str, list[bytes]] = {}
+        df: dict[str, int] = {}
+        n_chunks = total_length = 0
+        tombstones = np.zeros(0, dtype=np.int64)
+        with self.conn.cursor(binary=True) as cursor:
+            for kind, lexeme, number, payload in cursor.execute(
+                    self._q(_BM25_FETCH_SQL), {"terms": list(dict.fromkeys(terms))}):
+                if kind == "term":
+                    segments.setdefault(lexeme, []).append(bytes(payload))
+                    df[lexeme] = int(number)
+                elif kind == "corpus":
+                    n_chunks, total_length = int(number), int.from_bytes(payload, "big", signed=True)
+                elif number:
+                    tombstones = np.frombuffer(bytes(payload), dtype=">i8").astype(np.int64)
+        return bm25.Fetched(
+            n_chunks, total_length,
+            tuple(bm25.TermPostings(t, df[t], tuple(segments[t])) for t in sorted(segments)),
+            tombstones)
+
+    def _hits_by_key(self, ranked: Sequence[tuple[int, float]]) -> list[Hit]:
+        """Chunk ids for (chunk key, score) pairs, ordered by score then chunk id."""
+        if not ranked:
+            return []
         rows = self.conn.execute(
-            self._q(_BM25_SQL),
+            self._q("SELECT chunk_key, chunk_id, source_id FROM {s}.chunks WHERE chunk_key = ANY(%s)"),
+            ([key for key, _ in ranked],),
+        ).fetchall()
+        names = {r[0]: (r[1], r[2]) for r in rows}
+        hits = [Hit(*names[key], score) for key, score in ranked if key in names]
+        return sorted(hits, key=lambda h: (-h.score, h.chunk_id))
+
+    hits_for_keys = _hits_by_key
+
+    def lexical_bm25_exhaustive(
+        self, terms: Sequence[str], limit: int, k1: float, b: float, name_weight: float = 1.0
+    ) -> list[Hit]:
+        """The same ranking as `lexical_bm25`, computed in SQL from every matching chunk's text."""
+        if not terms:
+            return []
+        rows = self.conn.execute(
+            self._q(_BM25_EXHAUSTIVE_SQL),
             {"terms": list(terms), "k1": float(k1), "b": float(b), "limit": int(limit),
-             "name_weight": float(name_weight)},
+             "name_weight": float(name_weight), "tsquery": tsquery_from_terms(terms)},
         ).fetchall()
         return [Hit(r[0], r[1], float(r[2])) for r in rows]
+
+    def term_postings_from_text(self, terms: Sequence[str]) -> dict[str, np.ndarray]:
+        """Each term's (chunk key, tf, chunk length, names the source) read from the tsvectors.
+
+        An independent source for exhaustive scoring in benchmarks (one pass over the
+        chunks, never the posting arrays), as structured numpy arrays.
+        """
+        if not terms:
+            return {}
+        layout = np.dtype([("key", ">i8"), ("tf", ">i4"), ("length", ">i4"), ("named", ">i4")])
+        out: dict[str, np.ndarray] = {}
+        with self.conn.cursor(binary=True) as cursor:
+            for lexeme, payload in cursor.execute(self._q(
+                    "SELECT u.lexeme, string_agg(int8send(c.chunk_key) "
+                    "|| int4send(coalesce(array_length(u.positions, 1), 1)) || int4send(c.doc_len) "
+                    "|| int4send((u.lexeme = ANY(c.name_terms))::int), '') "
+                    "FROM {s}.chunks c, unnest(c.tsv) u WHERE u.lexeme = ANY(%s) GROUP BY 1"),
+                    (list(terms),)):
+                out[lexeme] = np.frombuffer(bytes(payload), dtype=layout)
+        return out
+
+    def corpus_totals_from_chunks(self) -> tuple[int, int, int]:
+        """(chunks, total length, largest chunk key) counted from the chunk rows themselves."""
+        row = self.conn.execute(self._q(
+            "SELECT count(*), coalesce(sum(doc_len), 0), coalesce(max(chunk_key), 0) FROM {s}.chunks"
+        )).fetchone()
+        return int(row[0]), int(row[1]), int(row[2])
+
+    # -- BM25 segments: compaction and checks -----------------------------------
+    def bm25_backlog(self) -> dict[str, int]:
+        """What compaction would do: terms with several segments, dirty terms, tombstones."""
+        row = self.conn.execute(self._q(
+            "SELECT (SELECT count(*) FROM (SELECT 1 FROM {s}.bm25_segments GROUP BY lexeme "
+            "HAVING count(*) > 1) m), (SELECT count(*) FROM {s}.bm25_dirty_terms), "
+            "(SELECT count(*) FROM {s}.bm25_tombstones), (SELECT count(*) FROM {s}.bm25_segments)"
+        )).fetchone()
+        return {"multi_segment_terms": int(row[0]), "dirty_terms": int(row[1]),
+                "tombstones": int(row[2]), "segments": int(row[3])}
+
+    def compact_bm25(self, terms_per_transaction: int = 2000,
+                     on_batch: Callable[[int], None] | None = None) -> dict[str, int]:
+        """Rewrite every term with several segments or removed postings as one segment.
+
+        Each batch of terms is one transaction under the writers' lock, so a crash
+        loses at most the batch in flight and leaves every term exact (merged or
+        not). Tombstones are cleared only in the transaction that finds no term left
+        to rewrite: until then some segment may still hold their keys.
+        """
+        if self.conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+            raise StoreError("compaction commits batch by batch: call it outside a transaction")
+        done = {"terms": 0, "transactions": 0, "tombstones_cleared": 0}
+        while True:
+            with self.conn.transaction():
+                self.lock_for_write()
+                terms = [r[0] for r in self.conn.execute(self._q(
+                    "SELECT lexeme FROM (SELECT lexeme FROM {s}.bm25_segments GROUP BY lexeme "
+                    "HAVING count(*) > 1 UNION SELECT lexeme FROM {s}.bm25_dirty_terms) w "
+                    "ORDER BY lexeme LIMIT %s"), (int(terms_per_transaction),)).fetchall()]
+                done["transactions"] += 1
+                if not terms:
+                    cleared = self.conn.execute(self._q("DELETE FROM {s}.bm25_tombstones"))
+                    done["tombstones_cleared"] = cleared.rowcount
+                    return done
+                tombstones = np.asarray([r[0] for r in self.conn.execute(self._q(
+                    "SELECT chunk_key FROM {s}.bm25_tombstones")).fetchall()], dtype=np.int64)
+                by_term: dict[str, list[bytes]] = {}
+                with self.conn.cursor(binary=True) as cursor:
+                    for lexeme, payload in cursor.execute(self._q(
+                            "SELECT lexeme, postings FROM {s}.bm25_segments WHERE lexeme = ANY(%s) "
+                            "ORDER BY lexeme, segment"), (terms,)):
+                        by_term.setdefault(lexeme, []).append(bytes(payload))
+                self.conn.execute(self._q("DELETE FROM {s}.bm25_segments WHERE lexeme = ANY(%s)"),
+                                  (terms,))
+                with self.conn.cursor().copy(self._q(
+                        "COPY {s}.bm25_segments (lexeme, postings) FROM STDIN (FORMAT BINARY)")) as copy:
+                    copy.set_types(["text", "bytea"])
+                    for lexeme in sorted(by_term):
+                        merged = bm25.merge_segments(by_term[lexeme], tombstones)
+                        if merged:
+                            copy.write_row((lexeme, merged))
+                self.conn.execute(self._q("DELETE FROM {s}.bm25_dirty_terms WHERE lexeme = ANY(%s)"),
+                                  (terms,))
+                done["terms"] += len(terms)
+            if on_batch:
+                on_batch(done["terms"])
+
+    def check_bm25_segments(self) -> bm25.SegmentCheck:
+        """Decode every segment and compare it with the chunk rows (for `health`)."""
+        lengths = dict(self.conn.execute(self._q("SELECT chunk_key, doc_len FROM {s}.chunks")).fetchall())
+        tombstones = np.asarray([r[0] for r in self.conn.execute(self._q(
+            "SELECT chunk_key FROM {s}.bm25_tombstones")).fetchall()], dtype=np.int64)
+
+        def rows():
+            with self.conn.cursor(binary=True) as cursor:
+                current, segments = None, []
+                for lexeme, payload in cursor.execute(self._q(
+                        "SELECT lexeme, postings FROM {s}.bm25_segments ORDER BY lexeme, segment")):
+                    if lexeme != current and current is not None:
+                        yield current, segments
+                        segments = []
+                    current = lexeme
+                    segments.append(bytes(payload))
+                if current is not None:
+                    yield current, segments
+
+        return bm25.check_segments(rows(), tombstones, lengths)
 
     def lexical_tsrank_cd(self, terms: Sequence[str], limit: int) -> list[Hit]:
         """The chapter's lexical path: OR-ed terms ranked by `ts_rank_cd` (kept for comparison)."""
@@ -677,16 +970,32 @@ class Store:
             rows = self.conn.execute(query, params, prepare=False).fetchall()
         return [Hit(r[0], r[1], float(r[2])) for r in rows], plan_lines
 
-    def explain_lexical_bm25(
-        self, terms: Sequence[str], limit: int, k1: float, b: float, name_weight: float = 1.0
-    ) -> str:
-        """`EXPLAIN ANALYZE` of exactly the query `lexical_bm25` runs (for benchmarks and the book)."""
+    def explain_lexical_bm25(self, terms: Sequence[str]) -> str:
+        """`EXPLAIN ANALYZE` of the statement `lexical_bm25` sends (for benchmarks and the book)."""
         return "\n".join(
             r[0]
             for r in self.conn.execute(
-                sql.SQL("EXPLAIN (ANALYZE, BUFFERS) ") + self._q(_BM25_SQL),
-                {"terms": list(terms), "k1": float(k1), "b": float(b), "limit": int(limit),
-                 "name_weight": float(name_weight)},
-                prepare=False,
+                sql.SQL("EXPLAIN (ANALYZE, BUFFERS) ") + self._q(_BM25_FETCH_SQL),
+                {"terms": list(dict.fromkeys(terms))}, prepare=False,
             ).fetchall()
         )
+
+
+def server_description(conn: psycopg.Connection) -> dict[str, Any]:
+    """The server's version, pgvector's, and the settings that decide benchmark figures."""
+    row = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()
+    names = ("shared_buffers", "work_mem", "maintenance_work_mem", "effective_cache_size",
+             "max_parallel_workers_per_gather", "max_parallel_maintenance_workers", "jit")
+    return {
+        "postgres": conn.execute("SHOW server_version").fetchone()[0],
+        "pgvector": row[0] if row else None,
+        "postgres_settings": {
+            name: conn.execute(sql.SQL("SHOW {}").format(sql.Identifier(name))).fetchone()[0]
+            for name in names
+        },
+    }
+
+
+def data_directory(conn: psycopg.Connection) -> str:
+    """The server's data folder (to measure free disk space when it is local)."""
+    return conn.execute("SHOW data_directory").fetchone()[0]

@@ -4,7 +4,9 @@ It imports `memory_baseline` (the system under test) and `memory_instrument`
 (tasks and scoring); neither of those imports the lab. Modules: `evaluation`
 (the adapter to `SystemOutput`, the condition ladder, run directories and
 scorecards), `experiments` (each chapter's study), `reader_study`, `beir`,
-`bench` (the benchmarks), `book` (executing the chapters and building the
-book), `chapter` (the one setup call every chapter makes) and `paths` (the book
-root, found from the working directory, never from where the lab is installed).
+`bench` (the benchmarks, one module each), `stats` (the one percentile
+definition), `conditions` (the condition registry), `runs` (run directories and
+manifests), `book` (executing the chapters and building the book), `chapter`
+(the one setup call every chapter makes) and `paths` (the book root, found from
+the working directory, never from where the lab is installed).
 """

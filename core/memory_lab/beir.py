@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import random
 import re
 import statistics
@@ -56,6 +55,7 @@ from memory_baseline.server import memory_home
 from .conditions import BEIR, ConditionError, condition_config, descriptions, spec
 from .evaluation import QueryCachingEmbedder
 from .runs import finish_run, start_run, write_json
+from .stats import latency_summary
 
 BEIR_CONDITIONS: dict[str, str] = descriptions("beir")
 DEFAULT_BEIR_CONDITIONS: tuple[str, ...] = tuple(n for n in BEIR if n != "hybrid-reranked")
@@ -318,15 +318,6 @@ def evaluate_rankings(
     return {str(m): round(float(aggregate.get(m, 0.0)), 4) for m in measures}
 
 
-def _latency_summary(latency: dict[str, float]) -> dict[str, float]:
-    values = sorted(latency.values())
-    if not values:
-        return {"p50_ms": 0.0, "p95_ms": 0.0, "mean_ms": 0.0}
-    p95 = values[min(len(values) - 1, max(0, math.ceil(0.95 * len(values)) - 1))]
-    return {"p50_ms": round(statistics.median(values), 2), "p95_ms": round(p95, 2),
-            "mean_ms": round(statistics.fmean(values), 2)}
-
-
 def dev_split(dataset: BeirDataset, size: int = DEV_QUERIES, seed: int = DEV_SEED) -> dict[str, str]:
     """A seeded sample of train queries with judgements: the only data tuning may see."""
     train = dataset.qrels.get("train")
@@ -422,7 +413,7 @@ def run_beir(
             write_trec(run_dir / f"{label}.trec", ranked.rankings, label)
             results[label] = {
                 "metrics": evaluate_rankings(qrels, ranked.rankings),
-                "latency": _latency_summary(ranked.latency_ms),
+                "latency": latency_summary(list(ranked.latency_ms.values())),
                 "per_path_candidates": config.retrieval.per_path_candidates,
                 "mean_ranked_docs": round(statistics.fmean(len(d) for d in ranked.rankings.values()), 1)
                 if ranked.rankings else 0.0,

@@ -21,9 +21,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-import numpy as np
-
 from memory_instrument import SystemOutput, TaskSet, score_task
+
+from .stats import bootstrap_interval
 
 CONTROL = "no-memory"
 # Written into a run's manifest by runs whose no-memory asks the matched way; older runs
@@ -65,14 +65,9 @@ def case_passed(case: dict[str, Any]) -> bool:
 def paired_bootstrap(differences: Sequence[float], *, resamples: int = BOOTSTRAP_RESAMPLES,
                      seed: int = BOOTSTRAP_SEED, confidence: float = CONFIDENCE) -> tuple[float, float]:
     """Percentile interval of the mean of paired differences, resampling the pairs."""
-    values = np.asarray(differences, dtype=float)
-    if values.size == 0:
+    if len(differences) == 0:
         raise ValueError("a paired bootstrap needs at least one pair")
-    rng = np.random.default_rng(seed)
-    means = values[rng.integers(0, values.size, size=(resamples, values.size))].mean(axis=1)
-    tail = (1.0 - confidence) / 2.0 * 100.0
-    low, high = np.percentile(means, [tail, 100.0 - tail])
-    return float(low), float(high)
+    return bootstrap_interval(differences, resamples=resamples, seed=seed, confidence=confidence)
 
 
 def downstream_gains_by_condition(

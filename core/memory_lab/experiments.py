@@ -380,14 +380,6 @@ def summarise(rows: Sequence[Mapping[str, Any]], by: Sequence[str], metrics: Seq
     return out
 
 
-def percentile(values: Sequence[float], q: float) -> float | None:
-    if not values:
-        return None
-    ordered = sorted(values)
-    position = min(len(ordered) - 1, max(0, round(q / 100 * (len(ordered) - 1))))
-    return ordered[position]
-
-
 # -- chapter 1: the corpus and the index ---------------------------------------------------
 
 
@@ -460,14 +452,11 @@ def storage_bytes(conn: psycopg.Connection, index: str) -> dict[str, int]:
     """On-disk size of the index's tables and indexes (PostgreSQL's own accounting)."""
     store = Store(conn, index)
     store.require()
-    row = conn.execute(
-        "SELECT pg_total_relation_size(to_regclass(%s)), pg_relation_size(to_regclass(%s)), "
-        "coalesce(pg_relation_size(to_regclass(%s)), 0), pg_total_relation_size(to_regclass(%s))",
-        (f'"{index}".chunks', f'"{index}".chunks_tsv_gin', f'"{index}".{HNSW_INDEX}',
-         f'"{index}".postings'),
-    ).fetchone()
-    return {"chunks_total": int(row[0]), "gin": int(row[1]), "hnsw": int(row[2]),
-            "bm25_postings": int(row[3])}
+    sizes = store.storage()
+    return {"chunks_total": sizes["bytes"]["chunks"],
+            "gin": sizes["index_bytes"].get("chunks_tsv_gin", 0),
+            "hnsw": sizes["index_bytes"].get(HNSW_INDEX, 0),
+            "bm25_postings": sizes["bytes"]["bm25_segments"]}
 
 
 # -- one retrieval condition over a task set ---------------------------------------------

@@ -23,6 +23,8 @@ import numpy as np
 
 from memory_baseline.identifiers import document_keys, file_keys
 
+from .stats import bootstrap_interval
+
 BOOTSTRAP_SAMPLES = 2000
 BOOTSTRAP_SEED = 20261203
 STAGES = ("candidates", "admitted")
@@ -31,14 +33,11 @@ STAGES = ("candidates", "admitted")
 def bootstrap_mean(values: list[float], samples: int = BOOTSTRAP_SAMPLES,
                    seed: int = BOOTSTRAP_SEED) -> dict:
     """Mean with a percentile bootstrap 95% interval (resampling tasks with replacement)."""
-    data = np.asarray(values, dtype=float)
-    if data.size == 0:
+    if not values:
         return {"mean": None, "low": None, "high": None, "n": 0}
-    rng = np.random.default_rng(seed)
-    means = data[rng.integers(0, data.size, size=(samples, data.size))].mean(axis=1)
-    low, high = np.percentile(means, [2.5, 97.5])
-    return {"mean": round(float(data.mean()), 4), "low": round(float(low), 4),
-            "high": round(float(high), 4), "n": int(data.size)}
+    low, high = bootstrap_interval(values, resamples=samples, seed=seed)
+    return {"mean": round(float(np.mean(values)), 4), "low": round(low, 4),
+            "high": round(high, 4), "n": len(values)}
 
 
 def read_cases(run_dir: Path) -> list[dict]:

@@ -24,7 +24,8 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
-from psycopg import sql
+
+from memory_baseline.store import server_description
 
 MANIFEST = "manifest.json"
 
@@ -79,14 +80,7 @@ def machine_description(conn: psycopg.Connection | None = None) -> dict[str, Any
         "load_average": [round(x, 2) for x in os.getloadavg()] if hasattr(os, "getloadavg") else None,
     }
     if conn is not None:
-        described["postgres"] = conn.execute("SHOW server_version").fetchone()[0]
-        row = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()
-        described["pgvector"] = row[0] if row else None
-        described["postgres_settings"] = {
-            name: conn.execute(sql.SQL("SHOW {}").format(sql.Identifier(name))).fetchone()[0]
-            for name in ("shared_buffers", "work_mem", "maintenance_work_mem", "effective_cache_size",
-                         "max_parallel_workers_per_gather", "max_parallel_maintenance_workers", "jit")
-        }
+        described.update(server_description(conn))
     return described
 
 

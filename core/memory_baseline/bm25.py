@@ -1,0 +1,286 @@
+"""Okapi BM25 over per-term posting arrays: the format, exact top-k scoring, compaction.
+
+Why arrays. Summing every posting of every query term in SQL, one row per
+posting, cost p95 230 ms at 100k chunks and seconds at 1M (a stemmed word
+such as ``servic`` is in almost half of the chunks). Holding each term's
+postings as one ``bytea`` value, fetched for all query terms in one binary
+statement and scored with numpy, returns the same top-k an order of magnitude
+faster (the design comparison is in /work/shared/ANCHORS.md and issue 19; our
+own figures are in ``benchmarks/results/latency.json`` and ``scale.json``).
+A side index outside PostgreSQL (tantivy) is faster still, but would no longer
+be transactional with the chunks; these arrays are written by the same
+statement-level triggers, in the same transaction, as the chunk rows.
+
+Segments. A term's postings live in one or more segments (rows of
+``bm25_segments``): every INSERT statement on ``chunks`` appends one *delta*
+segment per term it contains, so a write never rewrites an existing array.
+Deleting chunks records their keys in ``bm25_tombstones`` (masked at query
+time) and their terms in ``bm25_dirty_terms``. Compaction (`merge_segments`,
+driven by `Store.compact_bm25`) rewrites a term's segments as one, without its
+tombstoned postings; each batch of terms is one transaction, so a crash
+mid-compaction leaves some terms merged and the rest as they were, both exact.
+Chunk keys are an identity column, never reused and always increasing, so the
+segments of a term, in segment order, are sorted by key and disjoint.
+
+Scores. Document frequencies and corpus size come from ``term_stats`` and
+``corpus_stats`` (the trigger-maintained statistics, the source of truth),
+read in the same statement and snapshot as the arrays; a posting carries its
+chunk's length, which never changes (chunk rows are immutable). The formula is
+exactly that of the SQL reference `Store.lexical_bm25_exhaustive`: Lucene's
+idf ``ln(1 + (N - df + 0.5) / (df + 0.5))`` times the saturated term
+frequency, plus ``name_weight`` x idf when the term names the chunk's source.
+
+Top-k. Scores accumulate into one float64 array indexed by chunk key, rarest
+term first; once the common terms left cannot lift a chunk outside those
+scored so far into the top k (MaxScore), only the chunks that still can are
+completed, by binary search in the common terms' sorted arrays. The selection
+(`numpy.argpartition`) runs over scored documents only, and ties are broken by
+chunk key, as the SQL reference orders them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+# One posting, 8 bytes, big-endian because the triggers write it with
+# int4send/int2send: chunk key, term frequency (negative when the term also
+# names the chunk's source), chunk length in lexemes.
+POSTING = np.dtype([("key", ">i4"), ("tf", ">i2"), ("length", ">i2")])
+MAX_TF = MAX_LENGTH = 32767
+
+
+@dataclass(frozen=True)
+class TermPostings:
+    """The live segments of one query term, with its document frequency."""
+
+    lexeme: str
+    df: int
+    segments: tuple[bytes, ...]
+
+
+@dataclass(frozen=True)
+class Fetched:
+    """Everything one BM25 query needs, read in one statement (one snapshot)."""
+
+    n_chunks: int
+    total_length: int
+    terms: tuple[TermPostings, ...]
+    tombstones: np.ndarray  # int64 chunk keys removed but maybe still in segments
+
+    @property
+    def postings(self) -> int:
+        return sum(len(s) // POSTING.itemsize for t in self.terms for s in t.segments)
+
+
+def decode(segment: bytes) -> np.ndarray:
+    """A segment as a structured array of POSTING (a view, no copy)."""
+    if len(segment) % POSTING.itemsize:
+        raise ValueError(f"a posting segment of {len(segment)} bytes is not a whole number of postings")
+    return np.frombuffer(segment, dtype=POSTING)
+
+
+def encode(postings: np.ndarray) -> bytes:
+    return np.ascontiguousarray(postings, dtype=POSTING).tobytes()
+
+
+def idf(n_chunks: int, df: int) -> float:
+    """Lucene's BM25 idf, never negative."""
+    return float(np.log(1.0 + (n_chunks - df + 0.5) / (df + 0.5)))
+
+
+# Relative slack on the pruning bound, far above float64 summation error: a chunk
+# is skipped only when even its upper bound is clearly below the k-th score.
+PRUNE_SLACK = 1e-9
+# A binary search in a common term's array costs about this many postings' worth of
+# linear scoring (a guess of the right order: ~20 probes, each a cache miss).
+SEARCH_COST = 20
+
+
+@dataclass
+class _Term:
+    weight: float  # idf
+    postings: np.ndarray  # POSTING, sorted by key (segments in order)
+    bound: float  # no posting of the term contributes more than this
+
+
+def _contributions(postings: np.ndarray, weight: float, k1: float, length_weight: float,
+                   length_base: float, name_weight: float) -> np.ndarray:
+    """idf x saturated tf (+ name_weight x idf where the term names the source), per posting."""
+    tf = postings["tf"].astype(np.float64)
+    named = tf < 0 if name_weight else None
+    np.abs(tf, out=tf)
+    denominator = postings["length"].astype(np.float64)
+    denominator *= length_weight
+    denominator += length_base
+    denominator += tf
+    part = tf
+    part *= (k1 + 1) * weight
+    part /= denominator
+    if named is not None:
+        part += (name_weight * weight) * named
+    return part
+
+
+def _select(keys: np.ndarray, values: np.ndarray, k: int) -> list[tuple[int, float]]:
+    """The k best (key, value) pairs by value desc then key, among positive values."""
+    positive = values > 0
+    keys, values = keys[positive], values[positive]
+    if len(keys) > k:
+        # The k-th best value; keep every document that reaches it, so ties at the
+        # boundary are broken by key below, not by argpartition's arbitrary order.
+        kth = values[np.argpartition(-values, k - 1)[k - 1]]
+        keep = values >= kth
+        keys, values = keys[keep], values[keep]
+    order = np.lexsort((keys, -values))[:k]
+    return [(int(keys[i]), float(values[i])) for i in order]
+
+
+def top_k(
+    fetched: Fetched, k: int, k1: float, b: float, name_weight: float
+) -> list[tuple[int, float]]:
+    """The exact BM25 top `k` as (chunk key, score), by score then key.
+
+    MaxScore over the sorted arrays: terms are scored fully from the rarest up
+    until the upper bounds of the remaining (common) terms together fall below
+    the k-th best partial score so far; a chunk outside the scored terms then
+    cannot reach the top k, and the chunks that still can are looked up in the
+    common terms' arrays by binary search instead of scoring every posting.
+    """
+    if k <= 0 or not fetched.terms or fetched.n_chunks <= 0:
+        return []
+    avgdl = fetched.total_length / max(fetched.n_chunks, 1)
+    length_weight, length_base = k1 * b / avgdl, k1 * (1 - b)
+    terms: list[_Term] = []
+    for term in fetched.terms:
+        arrays = [decode(s) for s in term.segments if s]
+        if not arrays:
+            continue
+        postings = arrays[0] if len(arrays) == 1 else np.concatenate(arrays)
+        weight = idf(fetched.n_chunks, term.df)
+        tf = postings["tf"]
+        named = name_weight > 0 and bool((tf < 0).any())
+        # Saturated tf grows with tf and falls with length: its largest tf over the
+        # shortest length bounds every posting of the term.
+        top_tf, min_length = float(np.abs(tf).max()), float(postings["length"].min())
+        bound = weight * top_tf * (k1 + 1) / (top_tf + length_weight * min_length + length_base)
+        terms.append(_Term(weight, postings, bound + (name_weight * weight if named else 0.0)))
+    if not terms:
+        return []
+    terms.sort(key=lambda t: len(t.postings))  # rarest first
+    size = 1 + max(int(t.postings["key"][-1]) for t in terms)
+    scores = np.zeros(size, dtype=np.float64)
+    dead = fetched.tombstones[fetched.tombstones < size] if len(fetched.tombstones) else None
+    touched = np.zeros(size, dtype=bool)
+    fresh_keys: list[np.ndarray] = []  # the union of the scored terms' keys, in pieces
+    scored_bound, remaining_bound = 0.0, sum(t.bound for t in terms)
+    remaining_postings = sum(len(t.postings) for t in terms)
+    union_size, pruning = 0, True
+    for position, term in enumerate(terms):
+        keys = term.postings["key"].astype(np.intp)
+        scores[keys] += _contributions(term.postings, term.weight, k1, length_weight, length_base,
+                                       name_weight)
+        scored_bound += term.bound
+        remaining_bound -= term.bound
+        remaining_postings -= len(term.postings)
+        rest = terms[position + 1:]
+        if not pruning or not rest:
+            continue
+        fresh = keys[~touched[keys]]
+        touched[keys] = True
+        fresh_keys.append(fresh)
+        union_size += len(fresh)
+        # Pruning pays only while the rest hold more postings than the union (the union
+        # only grows and the rest only shrink: once it does not pay, it never will).
+        if remaining_postings < 2 * union_size:
+            pruning = False
+            continue
+        # It needs the k-th partial score above the rest's bound; that score is at most
+        # `scored_bound`.
+        if remaining_bound >= scored_bound:
+            continue
+        candidates = np.concatenate(fresh_keys)
+        if dead is not None:
+            candidates = candidates[~np.isin(candidates, dead)]
+        if len(candidates) < k:
+            continue
+        partial = scores[candidates]
+        threshold = -np.partition(-partial, k - 1)[k - 1]
+        if remaining_bound >= threshold * (1 - PRUNE_SLACK):
+            continue
+        # No chunk outside `candidates` can reach `threshold`; complete those that still can,
+        # unless binary searches for them would cost more than scoring the rest outright.
+        candidates = candidates[partial + remaining_bound >= threshold * (1 - PRUNE_SLACK)]
+        if len(candidates) * SEARCH_COST * len(rest) > remaining_postings:
+            continue
+        for other in rest:
+            other_keys = other.postings["key"].astype(np.intp)
+            found = np.minimum(np.searchsorted(other_keys, candidates), len(other_keys) - 1)
+            hit = other_keys[found] == candidates
+            scores[candidates[hit]] += _contributions(
+                other.postings[found[hit]], other.weight, k1, length_weight, length_base, name_weight)
+        return _select(candidates, scores[candidates], k)
+    if dead is not None:
+        scores[dead] = 0.0
+    scored = np.flatnonzero(scores)
+    return _select(scored, scores[scored], k)
+
+
+def merge_segments(segments: Sequence[bytes], tombstones: np.ndarray) -> bytes:
+    """A term's segments (in segment order) as one, without tombstoned postings."""
+    arrays = [decode(s) for s in segments if s]
+    if not arrays:
+        return b""
+    merged = np.concatenate(arrays)
+    if len(tombstones):
+        merged = merged[~np.isin(merged["key"].astype(np.int64), tombstones)]
+    return encode(merged)
+
+
+@dataclass(frozen=True)
+class SegmentCheck:
+    """What the arrays hold, to compare against the statistics (`health`)."""
+
+    live_df: dict[str, int]
+    live_postings: int
+    malformed_terms: list[str]
+
+
+def check_segments(
+    rows: Iterable[tuple[str, Sequence[bytes]]], tombstones: np.ndarray, chunk_lengths: dict[int, int]
+) -> SegmentCheck:
+    """Live postings per term; a term is malformed when its arrays contradict the chunks.
+
+    Malformed: a byte length that is not whole postings, keys not strictly
+    increasing across the term's segments, a live key that is no chunk, a stored
+    length that differs from the chunk's, or a term frequency of zero.
+    """
+    live_df: dict[str, int] = {}
+    malformed: list[str] = []
+    keys_known = np.fromiter(chunk_lengths.keys(), dtype=np.int64, count=len(chunk_lengths))
+    lengths_known = np.fromiter(chunk_lengths.values(), dtype=np.int64, count=len(chunk_lengths))
+    order = np.argsort(keys_known)
+    keys_known, lengths_known = keys_known[order], lengths_known[order]
+    total = 0
+    for lexeme, segments in rows:
+        try:
+            arrays = [decode(s) for s in segments]
+        except ValueError:
+            malformed.append(lexeme)
+            continue
+        postings = np.concatenate(arrays) if arrays else np.zeros(0, dtype=POSTING)
+        keys = postings["key"].astype(np.int64)
+        live = ~np.isin(keys, tombstones) if len(tombstones) else np.ones(len(keys), dtype=bool)
+        keys, lengths = keys[live], postings["length"][live].astype(np.int64)
+        position = np.searchsorted(keys_known, keys)
+        found = position < len(keys_known)
+        found[found] = keys_known[position[found]] == keys[found]
+        if (not found.all() or np.any(np.diff(postings["key"].astype(np.int64)) <= 0)
+                or np.any(lengths_known[position] != lengths) or np.any(postings["tf"] == 0)):
+            malformed.append(lexeme)
+        if int(live.sum()):
+            live_df[lexeme] = int(live.sum())
+        total += int(live.sum())
+    return SegmentCheck(live_df, total, malformed)

@@ -1,0 +1,5 @@
+"""`python -m memory_lab.bench NAME`."""
+
+from . import main
+
+raise SystemExit(main())
