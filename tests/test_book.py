@@ -16,7 +16,7 @@ import yaml
 from memory_baseline.context import ContextTrace, Passage
 from memory_baseline.retrieval import Candidate, PassageText, RetrievalResult, Stage
 from memory_instrument import AnswerSpec, EvidenceSpan, Task
-from memory_lab import book, experiments
+from memory_lab import book, experiments, runs
 
 REPO = Path(__file__).resolve().parents[1]
 NOTEBOOKS = book.notebook_sources(REPO)
@@ -261,7 +261,7 @@ def test_study_run_directory_is_fresh_and_complete(tmp_path):
     first.finish(note="done")
     manifest = json.loads(first.manifest_path.read_text(encoding="utf-8"))
     assert manifest["status"] == "complete" and manifest["tables"] == ["table.csv"]
-    assert manifest["corpora"]["c"]["digest"] == experiments.corpus_digest(corpus)
+    assert manifest["corpora"]["c"]["digest"] == runs.corpus_digest(corpus)
     assert (first.run_dir / "table.csv").read_text(encoding="utf-8").splitlines()[0] == "a,b,c"
     assert first.run_dir.name in first.caption("Table 1")
 
