@@ -18,9 +18,7 @@ from memory_instrument import load_tasks
 
 REPO = Path(__file__).resolve().parents[1]
 TASKS = REPO / "fixtures" / "peps" / "tasks.json"
-CORPUS = REPO.parent.parent / "shared" / "data" / "peps" / "corpus"
-if not CORPUS.is_dir():
-    CORPUS = Path("/work/shared/data/peps/corpus")
+CORPUS = REPO.parent / "shared" / "data" / "peps" / "corpus"  # ../shared beside the project
 MIRROR = Path("/work/.mirror/python+peps/repo")
 CITATION = re.compile(r"(pep-[\w/.-]+?\.rst):(\d+): (.+?)(?= \| |$)")
 HISTORY = re.compile(r"([\w/.-]+\.(?:rst|txt))@([0-9a-f]{12}):(\d+): (Status: \w+)")

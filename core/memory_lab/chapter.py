@@ -15,6 +15,7 @@ current values, so the record never picks up a study's later variables.
 
 from __future__ import annotations
 
+import contextlib
 import warnings
 from collections.abc import MutableMapping
 from typing import Any
@@ -43,27 +44,22 @@ def parameters_of(namespace: MutableMapping[str, Any]) -> dict[str, Any]:
     if isinstance(previous, dict):
         return {name: namespace[name] for name in previous if name in namespace}
     hidden = set()
-    try:
+    with contextlib.suppress(ImportError):  # outside IPython nothing is hidden
         from IPython import get_ipython
 
-        shell = get_ipython()
-        hidden = set(getattr(shell, "user_ns_hidden", {}) or {})
-    except ImportError:
-        pass
+        hidden = set(getattr(get_ipython(), "user_ns_hidden", {}) or {})
     return {name: value for name, value in namespace.items()
             if not name.startswith("_") and name not in hidden and _plain(value)}
 
 
 def setup(namespace: MutableMapping[str, Any]) -> tuple[dict[str, Any], psycopg.Connection]:
     """Inline figures, the parameter record (also stored as `PARAMETERS`), and a connection."""
-    try:
+    with contextlib.suppress(ImportError):  # outside IPython there is no inline backend to set
         from IPython import get_ipython
 
         shell = get_ipython()
         if shell is not None:
             shell.run_line_magic("matplotlib", "inline")
-    except ImportError:
-        pass
     from memory_baseline.server import connect
 
     parameters = parameters_of(namespace)
