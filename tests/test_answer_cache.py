@@ -73,3 +73,21 @@ print(answer.cached, answer.text == {first.text!r}, len(models._LLM_CACHE))
 """
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert done.stdout.split() == ["True", "True", "0"]
+
+
+def test_the_usage_log_counts_answers_served_and_computed_by_layer(tmp_path, monkeypatch):
+    from memory_baseline.answer_cache import USAGE_LOG_ENV, AnswerCache, usage
+
+    log = tmp_path / "answers.jsonl"
+    monkeypatch.setenv(USAGE_LOG_ENV, str(log))
+    committed, own = tmp_path / "committed", tmp_path / "own"
+    AnswerCache(committed, read_first=[]).put("a" * 64, "prompt a", {"answer": 1})
+    cache = AnswerCache(own, read_first=[committed])
+    cache.put("b" * 64, "prompt b", {"answer": 2})
+    assert cache.get("a" * 64, "prompt a")["layer"] == str(committed)
+    assert cache.get("b" * 64, "prompt b")["layer"] == str(own)
+    assert cache.get("c" * 64, "prompt c") is None  # a miss is not an answer
+    counts = usage(log)
+    assert counts["computed"] == 2 and counts["from_cache"] == 2
+    assert counts["by_layer"] == {str(committed): 1, str(own): 1}
+    assert counts["keys"] == ["a" * 64, "b" * 64]

@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 from conftest import FIXTURE_HISTORY, FIXTURE_TASKS
 
+from memory_baseline import bm25
 from memory_baseline.chunking import chunk_text
 from memory_baseline.config import Config
 from memory_baseline.health import check_health
@@ -51,8 +52,19 @@ def write_sources(store: Store, records, suffix: str = "") -> None:
                                  record.size_bytes, record.artifact_time, REPRESENTATION, rows)
 
 
+@pytest.fixture(params=["large segments cached", "every segment cached"])
+def segment_cache(request, monkeypatch):
+    """The process's segment cache as shipped, or one that keeps every segment: the fixture's
+    segments are small, so the second exercises the version check on every fetch."""
+    cache = bm25.SegmentCache(max_bytes=bm25.SEGMENT_CACHE.max_bytes,
+                              min_postings=1 if request.param == "every segment cached"
+                              else bm25.SEGMENT_CACHE.min_postings)
+    monkeypatch.setattr(bm25, "SEGMENT_CACHE", cache)
+    return cache
+
+
 @pytest.fixture()
-def store(conn, index_name):
+def store(conn, index_name, segment_cache):
     store = Store(conn, index_name)
     store.create(DIMENSION)
     with conn.transaction():
@@ -143,6 +155,23 @@ def test_a_write_is_visible_to_the_next_query_on_another_connection(store, conn,
         assert other.lexical_bm25(["zanzibarquux"], 10, K1, B) == []
         assert all(h.source_id != record.source_id
                    for h in other.lexical_bm25(query_terms(other, record.text[:200]), 50, K1, B))
+
+
+def test_cached_segments_are_served_only_while_the_snapshot_sees_their_row(store, conn, segment_cache):
+    if segment_cache.min_postings > 1:
+        pytest.skip("the fixture's segments are below the shipped cache's size floor")
+    terms = ["event", "store", "postgr"]
+    first = store.lexical_bm25(terms, 30, K1, B)
+    held = segment_cache.held(store._cache_scope(), terms)
+    assert held and segment_cache.nbytes > 0
+    assert store.lexical_bm25(terms, 30, K1, B) == first  # served from the cache
+    store.compact_bm25()  # merged terms get new rows; their cached versions are no longer seen
+    visible = {r[0] for r in conn.execute(
+        f"SELECT segment::text || ':' || xmin::text FROM \"{store.index}\".bm25_segments "
+        "WHERE lexeme = ANY(%s)", (terms,)).fetchall()}
+    assert set(held) - visible and visible - set(held)  # merged terms: old versions gone, new ones sent
+    assert_same_ranking(store.lexical_bm25(terms, 30, K1, B),
+                        store.lexical_bm25_exhaustive(terms, 30, K1, B, 1.0))
 
 
 def test_health_fails_when_an_array_disagrees_with_the_statistics(store, conn):

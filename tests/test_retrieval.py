@@ -143,3 +143,27 @@ def test_duplicates_and_quota_are_recorded(conn, config, error_corpus):
     trace = assemble(doubled, ContextConfig(per_source_quota=1), count, tokenizer="wp")
     assert trace.duplicate_drops == ("copy#0",)
     assert len(trace.admitted_sources) == len(trace.admitted)
+
+
+def test_identifier_fragments_rule_keeps_or_blanks_the_parsers_pieces(conn, config, error_corpus):
+    from memory_baseline.retrieval import query_terms
+    from memory_baseline.store import Store
+
+    store = Store(conn, config.index)
+    kept = query_terms(store, "what does E-BRK-042 mean for the broker?")
+    blanked = query_terms(store, "what does E-BRK-042 mean for the broker?", fragments=False)
+    assert "e-brk-042" in kept and "e-brk-042" in blanked
+    assert "broker" in kept and "broker" in blanked
+    fragments = set(kept) - set(blanked)
+    assert fragments and all(f in "e-brk-042" for f in fragments)  # only the pieces of the code go
+
+
+@pytest.mark.parametrize(("max_chunks", "promoted"), [(3, True), (0, False)])
+def test_rare_identifier_threshold_decides_whether_a_text_match_is_promoted(
+        conn, config, error_corpus, minilm, max_chunks, promoted):
+    from memory_baseline.retrieval import Retriever
+
+    tuned = config.with_overrides(retrieval={"rare_identifier_max_chunks": max_chunks})
+    result = Retriever(conn, tuned, embedder=minilm).retrieve("what does E-BRK-042 mean?")
+    fused = next(s for s in result.stages if s.name == "fused")
+    assert ("e-brk-042" in fused.detail["identifier_priority"]["rare"]) is promoted

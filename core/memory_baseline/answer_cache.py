@@ -44,6 +44,39 @@ def cache_key(reader_identity: dict[str, Any], prompt: str, settings: dict[str, 
 
 
 READ_FIRST_ENV = "MEMORY_BASELINE_ANSWER_CACHE_PATH"
+# When set, every hit and every computed answer appends one JSON line to this file, so a
+# whole book build can say how many answers came from the cache and which keys it used.
+USAGE_LOG_ENV = "MEMORY_BASELINE_ANSWER_CACHE_LOG"
+
+
+def _log_usage(event: str, key: str, layer: str | None = None) -> None:
+    path = os.environ.get(USAGE_LOG_ENV)
+    if not path:
+        return
+    line = json.dumps({"event": event, "key": key, "layer": layer}) + "\n"
+    # One short O_APPEND write per line: lines of concurrent processes do not interleave.
+    descriptor = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(descriptor, line.encode("utf-8"))
+    finally:
+        os.close(descriptor)
+
+
+def usage(path: str | Path) -> dict[str, Any]:
+    """What a usage log recorded: answers served per layer, answers computed, and every key."""
+    hits: dict[str, int] = {}
+    computed, keys = 0, set()
+    target = Path(path)
+    lines = target.read_text(encoding="utf-8").splitlines() if target.is_file() else []
+    for line in lines:
+        record = json.loads(line)
+        keys.add(record["key"])
+        if record["event"] == "hit":
+            hits[record["layer"]] = hits.get(record["layer"], 0) + 1
+        else:
+            computed += 1
+    return {"from_cache": sum(hits.values()), "by_layer": hits, "computed": computed,
+            "keys": sorted(keys)}
 
 
 def _entry(root: Path, key: str) -> Path:
@@ -77,6 +110,7 @@ class AnswerCache:
                 continue  # a missing or damaged entry is a miss; the next put replaces it
             if isinstance(record, dict) and record.get("format") == CACHE_FORMAT \
                     and record.get("prompt") == prompt:
+                _log_usage("hit", key, str(layer))
                 return {**record, "layer": str(layer)}
         return None
 
@@ -114,4 +148,5 @@ class AnswerCache:
             os.replace(temporary, target)
         finally:
             temporary.unlink(missing_ok=True)
+        _log_usage("computed", key)
         return target

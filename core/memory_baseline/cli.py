@@ -320,6 +320,10 @@ def cmd_book(args: argparse.Namespace) -> int:
     if args.json:
         emit_json(result.to_dict())
     else:
+        if result.answers:
+            layers = ", ".join(f"{n} from {layer}" for layer, n in result.answers["by_layer"].items())
+            print(f"answers: {result.answers['from_cache']} from the cache ({layers or 'none'}), "
+                  f"{result.answers['computed']} computed")
         print(f"book built: {result.index_html}")
     return EXIT_OK
 
@@ -356,7 +360,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         run_dir = run_evaluation(
             conn, config, args.tasks, args.corpus, _split_conditions(args.conditions),
             runs_root=args.runs_root, reader_name=args.reader, reranker_name=args.rerank_with,
-            limit=args.limit, split=args.split, resume=args.resume, progress=not args.json,
+            limit=args.limit, split=args.split, question_type=args.question_type, resume=args.resume,
+            progress=not args.json,
         )
     if args.json:
         emit_json({"run_dir": str(run_dir)})
@@ -380,6 +385,9 @@ def _evaluate_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--runs-root", default="runs")
     parser.add_argument("--limit", type=int, default=None, help="first N tasks only")
     parser.add_argument("--split", default=None, help="only tasks whose metadata.split is this")
+    parser.add_argument("--question-type", default=None,
+                        help="only tasks of this question type (e.g. downstream); best still tunes on "
+                             "every dev task")
     parser.add_argument("--resume", default=None, help="continue an interrupted run directory")
 
 

@@ -73,6 +73,13 @@ class RetrievalConfig:
     bm25_b: float = 0.75
     bm25_name_weight: float = 2.5  # extra weight (x idf) of a query term naming the chunk's file
     identifier_priority: bool = True  # fused: chunks named by / containing a query identifier first
+    # A query identifier promotes the chunks whose text holds it only when at most this many
+    # chunks do (a code such as E-BRK-042 sits in one file, a name such as IL-6 in dozens);
+    # 0 promotes on names alone. Chosen on SciFact's train split (benchmarks/results/scifact-train.json).
+    rare_identifier_max_chunks: int = 3
+    # Keep the English parser's fragments of a query identifier (`il` and `-6` of `IL-6`)
+    # beside the whole identifier; chosen on SciFact's train split too.
+    identifier_fragments: bool = True
     dense_plan: str = "hnsw"  # hnsw | exact
     hnsw_ef_search: int = 100
     hnsw_iterative_scan: str = "relaxed_order"  # off | strict_order | relaxed_order
@@ -217,6 +224,7 @@ RANGES: dict[str, tuple[float | None, float | None]] = {
     "retrieval.bm25_k1": (0.0, None),
     "retrieval.bm25_b": (0.0, 1.0),
     "retrieval.bm25_name_weight": (0.0, None),
+    "retrieval.rare_identifier_max_chunks": (0, None),
     "retrieval.hnsw_ef_search": (1, 1000),  # pgvector's own bounds for hnsw.ef_search
     "rerank.top_n": (0, None),
     "rerank.max_passage_tokens": (1, None),

@@ -52,7 +52,7 @@ import psycopg
 
 from .config import Config
 from .embedders import Embedder, get_embedder
-from .identifiers import extract_identifiers, file_keys
+from .identifiers import IDENTIFIER_PATTERN, extract_identifiers, file_keys
 from .representation import representation_id
 from .rerank import Reranker, get_reranker
 from .store import Hit, Store, StoreError
@@ -184,15 +184,19 @@ def convex_blend(
     return [Candidate(cid, sources[cid], scores[cid], i) for i, cid in enumerate(ordered, 1)]
 
 
-def query_terms(store: Store, query: str) -> list[str]:
-    """Identifier terms of the query plus the English lexemes of all of it.
+def query_terms(store: Store, query: str, fragments: bool = True) -> list[str]:
+    """Identifier terms of the query plus the English lexemes of the query.
 
-    The parser's fragments of an identifier (`evt`, `-204` for `evt-204`) are kept:
-    on SciFact, dropping them cost 0.5 points of nDCG@10 (0.683 vs 0.688), because
-    scientific names such as `IL-6` are also written `IL6` or `IL 6`. The whole
-    identifier is rarer than its fragments, so BM25 still weighs it most.
+    With `fragments` (the default) the lexemes come from all of the query, so the
+    parser's fragments of an identifier (`il`, `-6` for `IL-6`) are kept beside the
+    whole identifier: scientific names are also written `IL6` or `IL 6`, and the whole
+    identifier, rarer than its fragments, still weighs most in BM25. Without, the
+    lexemes come from the query with its identifiers blanked out. Which one serves
+    better is measured (`retrieval.identifier_fragments`, chosen on SciFact's train split).
     """
-    return list(dict.fromkeys(extract_identifiers(query) + store.query_lexemes(query)))
+    identifiers = extract_identifiers(query)
+    text = query if fragments or not identifiers else IDENTIFIER_PATTERN.sub(" ", query)
+    return list(dict.fromkeys(identifiers + store.query_lexemes(text)))
 
 
 def identifier_priority(
@@ -208,9 +212,9 @@ def identifier_priority(
     An exact identifier in a question (a file name, an error code, an ADR number) is an
     explicit request that rank fusion cannot see: a dense ranking of `E-BRK-042` is noise,
     and RRF would let that noise outvote the one passage that contains the code. Only
-    *rare* identifiers promote content matches (`rare`, by document frequency): a term
-    such as `IL-6` that hundreds of passages contain is ordinary vocabulary, and promoting
-    every passage holding it lowered SciFact nDCG@10 from 0.683 to 0.657.
+    *rare* identifiers promote content matches (`rare`, by document frequency, at most
+    `retrieval.rare_identifier_max_chunks` chunks): a term such as `IL-6` that hundreds
+    of passages contain is ordinary vocabulary, not a request for one passage.
     """
     wanted = set(identifiers)
     if not wanted:
@@ -231,13 +235,6 @@ def identifier_priority(
     ordered = sorted(fused, key=lambda c: (-levels[c.chunk_id], c.rank))
     promoted = sum(1 for c in fused if levels[c.chunk_id] > 0)
     return [Candidate(c.chunk_id, c.source_id, c.score, i) for i, c in enumerate(ordered, 1)], promoted
-
-
-# An identifier counts as rare when at most this many chunks (or this share of them) hold it:
-# a code such as E-BRK-042 sits in one file, a name such as IL-6 in dozens (SciFact, where
-# promoting every passage holding such a name cost 0.7 points of BM25 nDCG@10 at a 1% share).
-RARE_IDENTIFIER_SHARE = 0.0
-RARE_IDENTIFIER_MIN = 3
 
 
 class Retriever:
@@ -328,7 +325,7 @@ class Retriever:
             named = self._named_candidates(query_identifiers, fused, depth)
             fused = [*fused, *named]
             passages = self._passages([c.chunk_id for c in fused])
-            rare = self.store.rare_terms(query_identifiers, RARE_IDENTIFIER_SHARE, RARE_IDENTIFIER_MIN)
+            rare = self.store.rare_terms(query_identifiers, 0.0, settings.rare_identifier_max_chunks)
             fused, promoted = identifier_priority(fused, passages, query_identifiers, rare)
             detail["identifier_priority"] = {"identifiers": query_identifiers,
                                              "rare": sorted(rare), "promoted": promoted,
@@ -360,7 +357,7 @@ class Retriever:
         settings = self.config.retrieval
         depth = settings.per_path_candidates
         t0 = time.perf_counter()
-        terms = query_terms(store, query)
+        terms = query_terms(store, query, settings.identifier_fragments)
         if settings.lexical == "bm25":
             hits = store.lexical_bm25(terms, depth, settings.bm25_k1, settings.bm25_b,
                                       settings.bm25_name_weight)

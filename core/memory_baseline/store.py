@@ -237,15 +237,20 @@ _BM25_EXHAUSTIVE_SQL = """WITH stats AS (
     ORDER BY scored.score DESC, c.chunk_id"""
 
 # Everything one BM25 query reads, in one statement and so one snapshot: the corpus
-# size and length, each query term's df with its segments, and the tombstones.
-_BM25_FETCH_SQL = """SELECT 'corpus'::text, NULL::text, n_chunks, int8send(total_len)
+# size and length, each query term's df with its segments, and the tombstones. A segment
+# whose row version (segment id, xmin) the client already holds comes back without its
+# bytes (`bm25.SegmentCache`): the postings column is then never detoasted or sent.
+_BM25_FETCH_SQL = """SELECT 'corpus'::text, NULL::text, n_chunks, int8send(total_len), NULL::text
         FROM {s}.corpus_stats
     UNION ALL
-    SELECT 'term', t.lexeme, t.df::bigint, g.postings
+    SELECT 'term', t.lexeme, t.df::bigint,
+           CASE WHEN g.segment::text || ':' || g.xmin::text = ANY(%(held)s::text[]) THEN NULL
+                ELSE g.postings END,
+           g.segment::text || ':' || g.xmin::text
         FROM {s}.term_stats t JOIN {s}.bm25_segments g ON g.lexeme = t.lexeme
         WHERE t.lexeme = ANY(%(terms)s)
     UNION ALL
-    SELECT 'tombstones', NULL, count(*), coalesce(string_agg(int8send(chunk_key), ''), '')
+    SELECT 'tombstones', NULL, count(*), coalesce(string_agg(int8send(chunk_key), ''), ''), NULL
         FROM {s}.bm25_tombstones"""
 
 
@@ -751,25 +756,45 @@ class Store:
         return self._hits_by_key(ranked)
 
     def bm25_fetch(self, terms: Sequence[str]) -> bm25.Fetched:
-        """The statistics, segments and tombstones of one query, in one binary statement."""
-        segments: dict[str, list[bytes]] = {}
+        """The statistics, segments and tombstones of one query, in one binary statement.
+
+        Large segments already decoded by an earlier query of this process are taken from
+        `bm25.SEGMENT_CACHE` when the snapshot still sees the very row version they came
+        from; the statement returns every other segment's bytes. A write, a removal's
+        tombstone or a compaction is therefore visible to the next query as before.
+        """
+        unique = list(dict.fromkeys(terms))
+        held = bm25.SEGMENT_CACHE.held(self._cache_scope(), unique)  # pinned for this query
+        parts: dict[str, list[tuple[int, np.ndarray]]] = {}
         df: dict[str, int] = {}
         n_chunks = total_length = 0
         tombstones = np.zeros(0, dtype=np.int64)
         with self.conn.cursor(binary=True) as cursor:
-            for kind, lexeme, number, payload in cursor.execute(
-                    self._q(_BM25_FETCH_SQL), {"terms": list(dict.fromkeys(terms))}):
+            for kind, lexeme, number, payload, version in cursor.execute(
+                    self._q(_BM25_FETCH_SQL), {"terms": unique, "held": list(held)}):
                 if kind == "term":
-                    segments.setdefault(lexeme, []).append(bytes(payload))
+                    if payload is None:
+                        postings = held[version]
+                    else:
+                        postings = bm25.decode(bytes(payload))
+                        bm25.SEGMENT_CACHE.put(self._cache_scope(), lexeme, version, postings)
+                    parts.setdefault(lexeme, []).append((int(version.split(":", 1)[0]), postings))
                     df[lexeme] = int(number)
                 elif kind == "corpus":
                     n_chunks, total_length = int(number), int.from_bytes(payload, "big", signed=True)
                 elif number:
                     tombstones = np.frombuffer(bytes(payload), dtype=">i8").astype(np.int64)
+        # Segment order is key order (chunk keys only grow); the join need not return it.
         return bm25.Fetched(
             n_chunks, total_length,
-            tuple(bm25.TermPostings(t, df[t], tuple(segments[t])) for t in sorted(segments)),
+            tuple(bm25.TermPostings(t, df[t], tuple(a for _, a in sorted(parts[t], key=lambda p: p[0])))
+                  for t in sorted(parts)),
             tombstones)
+
+    def _cache_scope(self) -> tuple[str, str, str]:
+        """Which server, database and index a cached segment belongs to."""
+        info = self.conn.info
+        return (f"{info.host}:{info.port}", info.dbname, self.index)
 
     def _hits_by_key(self, ranked: Sequence[tuple[int, float]]) -> list[Hit]:
         """Chunk ids for (chunk key, score) pairs, ordered by score then chunk id."""
@@ -976,7 +1001,7 @@ class Store:
             r[0]
             for r in self.conn.execute(
                 sql.SQL("EXPLAIN (ANALYZE, BUFFERS) ") + self._q(_BM25_FETCH_SQL),
-                {"terms": list(dict.fromkeys(terms))}, prepare=False,
+                {"terms": list(dict.fromkeys(terms)), "held": []}, prepare=False,
             ).fetchall()
         )
 

@@ -53,6 +53,8 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
+from memory_baseline.answer_cache import READ_FIRST_ENV, USAGE_LOG_ENV, AnswerCache, usage
+
 from .paths import ROOT_ENV, project_root
 
 KERNEL_NAME = "memory-baseline"
@@ -107,9 +109,11 @@ class BookResult:
     placeholders: list[str] = field(default_factory=list)  # chapters copied unexecuted
     build_seconds: float | None = None
     index_html: Path | None = None
+    answers: dict[str, Any] = field(default_factory=dict)  # answer_cache.usage of the executions
 
     def to_dict(self) -> dict[str, Any]:
         return {
+            "answers": {k: v for k, v in self.answers.items() if k != "keys"},
             "profile": self.profile,
             "chapters": [{"name": c.name, "output": str(c.output), "seconds": round(c.seconds, 1),
                           "parameters": c.parameters} for c in self.chapters],
@@ -263,12 +267,24 @@ def publish(profile: str = "full", repo: str | Path | None = None) -> Path:
         shutil.copyfile(executed / executed_name(source), staging / executed_name(source))
     for run in sorted(runs):
         shutil.copytree(found(run), staging / run)
+    # The answers the chapters used, so the published book rebuilds from the repository.
+    used = usage(executed / ANSWER_LOG)["keys"]
+    if used:
+        AnswerCache(read_first=[repo / c for c in COMMITTED_ANSWER_CACHES]).export(
+            used, staging / "answer-cache")
     document = {"profile": profile, "published": datetime.now(UTC).isoformat(),
                 "chapters": {s.stem: entries[s.stem] for s in sources}, "runs": sorted(runs)}
     (staging / EXECUTION_LOG).write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
     shutil.rmtree(target, ignore_errors=True)
     staging.rename(target)
     return target
+
+
+def answer_usage(log: Path, repo: Path) -> dict[str, Any]:
+    """How the executed chapters got their answers (`answer_cache.usage`), layers shown relative."""
+    counts = usage(log)
+    counts["by_layer"] = {(_shown(Path(k), repo) if k else k): v for k, v in counts["by_layer"].items()}
+    return counts
 
 
 def install_published(repo: str | Path | None = None) -> list[Path]:
@@ -361,22 +377,36 @@ def require_kernel() -> None:
             f"install --sys-prefix --name {KERNEL_NAME}` (scripts/install.sh does this)")
 
 
+# Committed answers, read before the user's own cache: the published run's (exported by
+# `publish`) and the studies' (benchmarks/answer-cache). A fresh machine reproduces the
+# published chapters from them and computes only what a change of code, prompt or model
+# invalidates.
+COMMITTED_ANSWER_CACHES = ("book/published/answer-cache", "benchmarks/answer-cache")
+ANSWER_LOG = "_answers.jsonl"
+
+
 @contextlib.contextmanager
-def _kernel_root(repo: Path):
-    """Tell the chapter's kernel (a child process, which inherits the environment) the book root."""
-    before = os.environ.get(ROOT_ENV)
-    os.environ[ROOT_ENV] = str(repo)
+def _kernel_environment(repo: Path, answer_log: Path):
+    """Tell the chapter's kernel (a child process, which inherits the environment) the book root,
+    the committed answer caches to read first, and where to log each answer's origin."""
+    layers = [str(repo / c) for c in COMMITTED_ANSWER_CACHES if (repo / c).is_dir()]
+    own = [p for p in os.environ.get(READ_FIRST_ENV, "").split(os.pathsep) if p]
+    wanted = {ROOT_ENV: str(repo), READ_FIRST_ENV: os.pathsep.join(dict.fromkeys(own + layers)),
+              USAGE_LOG_ENV: str(answer_log)}
+    before = {name: os.environ.get(name) for name in wanted}
+    os.environ.update(wanted)
     try:
         yield
     finally:
-        if before is None:
-            os.environ.pop(ROOT_ENV, None)
-        else:
-            os.environ[ROOT_ENV] = before
+        for name, value in before.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 def execute_notebook(source: Path, output: Path, parameters: dict[str, Any], *, progress: bool,
-                     repo: str | Path | None = None) -> float:
+                     repo: str | Path | None = None, answer_log: Path | None = None) -> float:
     """Run one chapter with Papermill; the kernel's working directory is the output folder.
 
     `source` is a chapter's `.md` (converted to `_build/notebooks/` first) or an
@@ -392,7 +422,7 @@ def execute_notebook(source: Path, output: Path, parameters: dict[str, Any], *, 
     output.parent.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
     try:
-        with _kernel_root(repo):
+        with _kernel_environment(repo, answer_log or output.parent / ANSWER_LOG):
             papermill.execute_notebook(
                 str(source), str(output), parameters=parameters, kernel_name=KERNEL_NAME,
                 cwd=str(output.parent), progress_bar=progress, log_output=False,
@@ -467,14 +497,18 @@ def book(
     target_dir.mkdir(parents=True, exist_ok=True)
     if execute:
         require_kernel()
+        answer_log = target_dir / ANSWER_LOG
+        answer_log.unlink(missing_ok=True)
         bar = tqdm(plans, desc=f"book ({result.profile})", unit="chapter", disable=not progress)
         for source, parameters in bar:
             bar.set_postfix_str(source.stem)
             output = target_dir / executed_name(source)
-            seconds = execute_notebook(source, output, parameters, progress=progress, repo=repo)
+            seconds = execute_notebook(source, output, parameters, progress=progress, repo=repo,
+                                       answer_log=answer_log)
             result.chapters.append(ChapterRun(source.stem, output, seconds, parameters,
                                               _shown(source, repo), source_digest(source)))
         bar.close()
+        result.answers = answer_usage(answer_log, repo)
     for source in sources:
         copy = target_dir / executed_name(source)
         if not copy.exists():
@@ -516,5 +550,7 @@ def _write_log(path: Path, result: BookResult, profile_path: Path, repo: Path) -
                                   "executed": datetime.now(UTC).isoformat()}
     document = {"profile_file": _shown(profile_path, repo),
                 "chapters": chapters, "placeholders": result.placeholders,
+                "answers": {k: v for k, v in result.answers.items() if k != "keys"}
+                if result.answers else previous.get("answers"),
                 "build_seconds": None if result.build_seconds is None else round(result.build_seconds, 1)}
     path.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")

@@ -505,10 +505,15 @@ def run_evaluation(
     reranker_name: str = DEFAULT_RERANKER,
     limit: int | None = None,
     split: str | None = None,
+    question_type: str | None = None,
     resume: str | Path | None = None,
     progress: bool = True,
 ) -> Path:
     """Evaluate `conditions` on the tasks; return the run directory.
+
+    `split` and `question_type` select the tasks answered; `best` is still tuned on
+    every dev task of the file, so a run over one question type (the downstream
+    ladder) uses the same `best` as a run over them all.
 
     The corpus is synced into the index first (`refresh.sync`, removing what is gone)
     so the index matches the corpus being scored. `resume` continues an interrupted
@@ -528,11 +533,13 @@ def run_evaluation(
         raise EvaluationError(f"the task file {tasks_path} lives inside the corpus {corpus_dir}; "
                               "move it out (a system could read its own answers)")
     task_set = load_tasks(tasks_path)
-    selected = [t for t in task_set if split is None or t.metadata.get("split") == split]
+    selected = [t for t in task_set if (split is None or t.metadata.get("split") == split)
+                and (question_type is None or t.question_type == question_type)]
     if limit is not None:
         selected = selected[:limit]
     if not selected:
-        raise EvaluationError(f"no task selected (split={split!r}, limit={limit})")
+        raise EvaluationError(f"no task selected (split={split!r}, question_type={question_type!r}, "
+                              f"limit={limit})")
 
     base = base_config.with_overrides(reader={"name": reader_name}) if reader_name else base_config
     started = datetime.now(UTC).isoformat()
@@ -600,7 +607,8 @@ def run_evaluation(
                                       "skipped": sync_report.skipped}
                        if sync_report is not None else "not needed: no condition retrieves"},
             "tasks": {"path": str(tasks_path), "digest": fingerprint["tasks_digest"],
-                      "split": split, "limit": limit, "task_ids": fingerprint["task_ids"]},
+                      "split": split, "question_type": question_type, "limit": limit,
+                      "task_ids": fingerprint["task_ids"]},
             "models": {"embedder": get_embedder(base.embedder).identity.to_dict(),
                        "reader": reader.identity, "reranker": reranker_identity},
             "conditions": condition_docs,

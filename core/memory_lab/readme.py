@@ -26,6 +26,7 @@ import pandas as pd
 
 SCIFACT = Path("benchmarks/results/scifact.json")
 READER_CEILING = Path("benchmarks/results/reader-ceiling.json")
+DOWNSTREAM = Path("benchmarks/results/downstream-ladder.json")
 PUBLISHED_RUNS = Path("book/published/runs")
 
 _SECTION = re.compile(r"(<!-- results:(?P<name>[\w-]+) -->\n)(?P<body>.*?)(<!-- /results:(?P=name) -->)",
@@ -119,8 +120,25 @@ def published_ladder(root: Path) -> str:
             + _markdown(pd.DataFrame(table)) + "\n")
 
 
+def downstream_ladder(root: Path) -> str:
+    document = _load(root, DOWNSTREAM)
+    rows = []
+    for row in document["downstream_by_condition"]:
+        interval = ("" if row["condition"] == row["control"]
+                    else f"{row['gain']:+.2f} [{row['ci_low']:+.2f}, {row['ci_high']:+.2f}]")
+        rows.append({"condition": f"`{row['condition']}`", "passed": f"{row['passed']} of {row['tasks']}",
+                     "paired difference vs control [95%]": interval,
+                     "prompt tokens": f"{row['mean_prompt_tokens']:,.0f}",
+                     "s / answer": f"{row['mean_answer_seconds']:.0f}"})
+    return (f"Downstream work products executed by their harnesses, {len(document['tasks'])} tasks, "
+            f"reader `{document['reader']}` ({document['style']}), grader `{document['grader_version']}`, "
+            f"from `{DOWNSTREAM}` (run `{document['run']}`); the control `no-memory` is asked in the "
+            "same style and format, without history:\n\n" + _markdown(pd.DataFrame(rows)) + "\n")
+
+
 RENDERERS: dict[str, Callable[[Path], str]] = {
     "scifact": scifact, "reader-ceiling": reader_ceiling, "ladder": published_ladder,
+    "downstream": downstream_ladder,
 }
 
 

@@ -1,6 +1,6 @@
 """Benchmarks of the baseline's cost and scale: each writes one JSON result and, most, a figure.
 
-Five benchmarks (`memory-baseline bench NAME`, or `python -m memory_lab.bench NAME`),
+Six benchmarks (`memory-baseline bench NAME`, or `python -m memory_lab.bench NAME`),
 one module each:
 
 - ``ingest`` (`ingest`): wall time of `refresh.sync` on a generated world against
@@ -13,6 +13,8 @@ one module each:
   ``--build-only``, time later with ``--reuse-index``).
 - ``scifact`` (`scifact`): retrieval quality on BEIR SciFact beside the published
   figures, plus the BM25 stage's latency there.
+- ``scifact-train`` (`scifact`): the two identifier rules chosen on SciFact's train
+  queries (the test split is for ``scifact`` alone).
 - ``encoder-threads`` (`encoder_threads`): the torch thread counts the encoder
   uses for queries and for ingest, measured.
 
@@ -41,18 +43,19 @@ from .latency import bench_latency
 from .latency import figure as _figure_latency
 from .scale import bench_scale
 from .scale import figure as _figure_scale
-from .scifact import bench_scifact
+from .scifact import bench_scifact, bench_scifact_train
 from .scifact import figure as _figure_scifact
 from .synthetic import DIMENSION, VectorModel, recombined_corpus, vector_statistics, world_corpus
 
-BENCHMARKS = ("ingest", "latency", "scale", "scifact", "encoder-threads")
+BENCHMARKS = ("ingest", "latency", "scale", "scifact", "scifact-train", "encoder-threads")
 FIGURES: dict[str, Callable[[dict[str, Any], Any], Any]] = {
     "ingest": _figure_ingest, "latency": _figure_latency, "scale": _figure_scale,
     "scifact": _figure_scifact,
 }
 
 __all__ = ["BENCHMARKS", "DIMENSION", "FIGURES", "BenchError", "VectorModel", "bench_encoder_threads",
-           "bench_ingest", "bench_latency", "bench_scale", "bench_scifact", "configure_parser",
+           "bench_ingest", "bench_latency", "bench_scale", "bench_scifact", "bench_scifact_train",
+           "configure_parser",
            "int_list", "main", "recombined_corpus", "run_benchmark", "vector_statistics",
            "world_corpus", "write_result"]
 
@@ -115,6 +118,9 @@ def run_benchmark(args: argparse.Namespace, conn: psycopg.Connection | None = No
                                    keep=args.keep_index or args.build_only,
                                    reuse=args.reuse_index, build_only=args.build_only,
                                    progress=progress)
+        elif args.name == "scifact-train":
+            document = bench_scifact_train(conn, beir_dir=args.beir_dir, max_queries=args.max_queries,
+                                           embedder=args.embedder, progress=progress)
         elif args.name == "encoder-threads":
             document = bench_encoder_threads(repeats=args.repeats)
         elif args.name == "scifact":
