@@ -6,16 +6,17 @@ from pathlib import Path
 
 import pytest
 
-from memory_lab.readme import RENDERERS, ReadmeError, render
+from memory_lab.readme import DOCUMENTS, RENDERERS, ReadmeError, render
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_every_results_section_equals_its_artifact():
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    texts = {path: (ROOT / path).read_text(encoding="utf-8") for path in DOCUMENTS}
     for name in RENDERERS:
-        assert f"<!-- results:{name} -->" in text, f"README lost its {name} section"
-    assert render(text, ROOT) == text, "README differs from its artifacts: python -m memory_lab.readme"
+        assert any(f"<!-- results:{name} -->" in t for t in texts.values()), f"no document shows {name}"
+    for path, text in texts.items():
+        assert render(text, ROOT) == text, f"{path} differs from its artifacts: python -m memory_lab.readme"
 
 
 def test_a_changed_figure_is_caught(tmp_path):

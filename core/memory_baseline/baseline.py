@@ -14,13 +14,15 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import psycopg
 
+from .compression import compress
 from .config import Config
 from .context import ContextTrace, Passage, assemble
 from .context_sources import ContextSource, Gathered, Retrieved
+from .embedders import get_embedder
 from .readers import Answer, Reader, get_reader
 from .retrieval import RetrievalResult, Retriever
 
@@ -120,11 +122,28 @@ class Baseline:
             tokenizer=self.reader.tokenizer_name,
         )
         assembled_at = time.perf_counter()
+        notes = dict(gathered.notes)
+        if gathered.context.compression == "sentences" and context.admitted:
+            context, notes["compression"] = self._compress(query, as_of, context, gathered)
+        compressed_at = time.perf_counter()
         timings = {s.name: round(s.ms, 3) for s in gathered.retrieval.stages} if gathered.retrieval else {}
         timings["gather"] = _ms(gathered_at - started)
         timings["assembly"] = _ms(assembled_at - gathered_at)
+        if "compression" in notes:
+            timings["compression"] = _ms(compressed_at - assembled_at)
         return Search(query, as_of, source.name, gathered.retrieval, context, gathered.history, timings,
-                      dict(gathered.notes))
+                      notes)
+
+    def _compress(self, query: str, as_of: str | None, context: ContextTrace,
+                  gathered: Gathered) -> tuple[ContextTrace, dict]:
+        """The admitted passages cut to their sentences nearest the question, recounted exactly."""
+        cut = compress(query, context.admitted, get_embedder(self.config.embedder),
+                       gathered.context.compression_keep)
+        count = prompt_counter(self.reader, query, as_of, history=gathered.history)
+        tokens = count(cut.passages)
+        note = {**cut.to_dict(), "keep": gathered.context.compression_keep,
+                "prompt_tokens_before": context.prompt_tokens, "prompt_tokens_after": tokens}
+        return replace(context, admitted=cut.passages, prompt_tokens=tokens), note
 
     def ask(self, query: str, as_of: str | None = None, *,
             source: ContextSource | None = None) -> AskResult:

@@ -440,7 +440,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if args.json:
         emit_json(document)
     else:
-        print(f"{args.name}: results in {args.out}/{args.name}.json and {args.name}.png")
+        print(f"{args.name}: results in {document['result_path']}")
     return EXIT_OK
 
 

@@ -101,6 +101,10 @@ class ContextConfig:
     oversize_policy: str = "truncate"  # truncate | drop
     per_source_quota: int | None = None
     order: str = "rank"  # rank | best-at-edges | date
+    # After assembly: none, or each admitted passage cut to its sentences nearest the question
+    # (memory_baseline.compression), keeping `compression_keep` of them; same admitted sources.
+    compression: str = "none"  # none | sentences
+    compression_keep: float = 0.4
 
 
 @dataclass(frozen=True)
@@ -210,6 +214,7 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "retrieval.hnsw_iterative_scan": ("off", "strict_order", "relaxed_order"),
     "context.oversize_policy": ("truncate", "drop"),
     "context.order": ("rank", "best-at-edges", "date"),
+    "context.compression": ("none", "sentences"),
     "reader.style": ("plain", "dated", "structured", "two-step", "focused"),
 }
 # Inclusive (low, high) bounds; None means unbounded on that side.
@@ -231,6 +236,7 @@ RANGES: dict[str, tuple[float | None, float | None]] = {
     "context.max_passages": (1, None),
     "context.token_budget": (1, None),
     "context.per_source_quota": (1, None),
+    "context.compression_keep": (0.01, 1.0),
     "reader.max_answer_tokens": (1, None),
     "reader.temperature": (0.0, None),
     "reader.context_window": (1, None),

@@ -33,6 +33,7 @@ class ConditionSpec:
     description: str
     context_source: str = "retrieval"
     retrieval: Mapping[str, Any] = field(default_factory=dict)
+    context: Mapping[str, Any] = field(default_factory=dict)  # assembly overrides, any source
     reranked: bool = False  # needs a real reranker
     tuned: str | None = None  # what must be supplied from a dev-split search before it runs
     families: frozenset[str] = frozenset({"ladder"})
@@ -48,6 +49,7 @@ _BM25 = {"lexical": "bm25", "dense": False}
 _DENSE = {"lexical": "none", "dense": True}
 _HYBRID = {"lexical": "bm25", "dense": True, "fusion": "rrf"}
 _TSRANK = {"lexical": "tsrank-cd", "dense": False}
+_COMPRESSED = {"compression": "sentences"}
 _HYBRID_TSRANK = {"lexical": "tsrank-cd", "dense": True, "fusion": "rrf"}
 
 REGISTRY: dict[str, ConditionSpec] = {spec.name: spec for spec in (
@@ -65,6 +67,10 @@ REGISTRY: dict[str, ConditionSpec] = {spec.name: spec for spec in (
           context_source="oracle-source"),
     _spec("full-history", "every source in artifact-date order, as many as fit the context window",
           context_source="full-history"),
+    _spec("hybrid-compressed", "hybrid, each admitted passage cut to its sentences nearest the question",
+          retrieval=_HYBRID, context=_COMPRESSED, families=("ladder", "reading")),
+    _spec("oracle-source-compressed", "oracle-source, each file cut to its sentences nearest the question",
+          context_source="oracle-source", context=_COMPRESSED, families=("ladder", "reading")),
     _spec("lexical-tsrank-cd", "PostgreSQL ts_rank_cd over OR-ed terms (the chapter's lexical ranker)",
           retrieval=_TSRANK, families=("ladder", "beir")),
     _spec("hybrid-tsrank-cd", "ts_rank_cd + dense, reciprocal rank fusion", retrieval=_HYBRID_TSRANK,
@@ -110,6 +116,8 @@ def condition_config(
     """
     condition = spec(name, family)
     config = base.with_overrides(rerank={"name": "none"})
+    if condition.context:
+        config = config.with_overrides(context=dict(condition.context))
     if condition.context_source != "retrieval":
         return config
     config = config.with_overrides(retrieval=dict(condition.retrieval))

@@ -1,4 +1,4 @@
-"""The README's result sections, rendered from the committed artifacts they cite.
+"""The result sections of the README and the benchmarks page, rendered from the artifacts they cite.
 
 A figure typed by hand into a README drifts from the run it came from. Each
 results section of README.md sits between markers,
@@ -8,9 +8,10 @@ results section of README.md sits between markers,
     <!-- /results:NAME -->
 
 and is rendered here from one committed artifact, whose path the section
-names. `python -m memory_lab.readme` rewrites the sections in place;
-tests/test_readme.py fails when the committed README differs from what the
-artifacts render, so a changed result cannot be published with a stale README.
+names. `python -m memory_lab.readme` rewrites the sections of every document in
+`DOCUMENTS` in place; tests/test_readme.py fails when a committed document differs
+from what the artifacts render, so a changed result cannot be published with a
+stale README or benchmarks page.
 """
 
 from __future__ import annotations
@@ -27,6 +28,9 @@ import pandas as pd
 SCIFACT = Path("benchmarks/results/scifact.json")
 READER_CEILING = Path("benchmarks/results/reader-ceiling.json")
 DOWNSTREAM = Path("benchmarks/results/downstream-ladder.json")
+LATENCY = Path("benchmarks/results/latency.json")
+SCALE = Path("benchmarks/results/scale.json")
+DOCUMENTS = (Path("README.md"), Path("book/benchmarks.md"))
 PUBLISHED_RUNS = Path("book/published/runs")
 
 _SECTION = re.compile(r"(<!-- results:(?P<name>[\w-]+) -->\n)(?P<body>.*?)(<!-- /results:(?P=name) -->)",
@@ -136,9 +140,132 @@ def downstream_ladder(root: Path) -> str:
             "same style and format, without history:\n\n" + _markdown(pd.DataFrame(rows)) + "\n")
 
 
+def _ms(summary: dict[str, Any] | None) -> str:
+    if not summary or summary.get("p50_ms") is None:
+        return "–"
+    return f"{summary['p50_ms']:,.1f} / {summary['p95_ms']:,.1f}"
+
+
+def _goal(value: float | None, goal: float) -> str:
+    if value is None:
+        return "not measured"
+    return f"{value:,.1f} ms, goal ≤ {goal:g}: {'met' if value <= goal else 'missed'}"
+
+
+def _load_average(document: dict[str, Any], key: str = "load_average_before_timing") -> str:
+    values = document.get(key) or (document.get("machine") or {}).get("load_average") or []
+    return " / ".join(f"{v:.1f}" for v in values[:3]) if values else "unknown"
+
+
+LATENCY_STAGES = (
+    ("query_terms", "query terms (lexemes + identifiers)"),
+    ("lexical_bm25", "lexical BM25, top 30 (posting arrays)"),
+    ("query_encoding", "query encoding (MiniLM, one thread)"),
+    ("dense_hnsw", "dense HNSW, top 30"),
+    ("fusion", "fusion (RRF, identifier priority, passage fetch)"),
+    ("retrieve_lexical_stage", "BM25 stage inside the hybrid query (overlapped)"),
+    ("retrieve_dense_stage", "dense stage inside the hybrid query (encoding + HNSW)"),
+    ("retrieve_total", "whole `Retriever.retrieve`, query encoding included"),
+    ("assembly", "context assembly (exact token counts)"),
+    ("lexical_tsrank_cd", "lexical `ts_rank_cd`, top 30 (first 20 queries)"),
+    ("dense_exact", "dense exact, top 30 (first 20 queries)"),
+)
+
+
+def latency_stages(root: Path) -> str:
+    document = _load(root, LATENCY)
+    sizes = document["sizes"]
+    rows = []
+    for key, label in LATENCY_STAGES:
+        row = {"stage, p50 / p95 ms": label}
+        for size, entry in sizes.items():
+            row[f"{int(size):,} chunks"] = _ms(entry["stages"].get(key))
+        rows.append(row)
+    biggest = sizes[max(sizes, key=int)]
+    goals = document.get("goals_at_100k", {})
+    exact = [f"{e['bm25']['exact_match']['identical_top_k']} of {e['bm25']['exact_match']['queries']} "
+             f"at {int(size):,}" for size, e in sizes.items() if "exact_match" in e.get("bm25", {})]
+    loads = ", ".join(f"{_load_average(e)} at {int(size):,}" for size, e in sizes.items())
+    bm25_p95 = biggest["stages"]["lexical_bm25"].get("p95_ms")
+    total_p95 = biggest["stages"]["retrieve_total"].get("p95_ms")
+    return "\n".join([
+        f"From `{LATENCY}` (finished {document['finished'][:16]}; load average before timing: {loads}).",
+        "",
+        _markdown(pd.DataFrame(rows)),
+        "",
+        f"At {int(max(sizes, key=int)):,} chunks: BM25 p95 "
+        f"{_goal(bm25_p95, goals.get('lexical_bm25_p95_ms', 10))}; "
+        f"whole hybrid retrieval p95 {_goal(total_p95, goals.get('retrieve_total_p95_ms', 30))}. "
+        f"BM25 top 30 identical to exhaustive scoring: {', '.join(exact)} queries.",
+    ]) + "\n"
+
+
+def scale_summary(root: Path) -> str:
+    document = _load(root, SCALE)
+    bm25 = document["bm25"]
+    curve = document["curve"]
+    hybrid = next((c for c in curve if c["ef_search"] == 100 and "hybrid" in c), None)
+    parts = bm25.get("parts", {})
+    rows = [
+        {"measure": "BM25 top 30, segment cache as shipped", "p50 / p95 ms": _ms(bm25["lexical_bm25"])},
+        {"measure": "BM25 top 30, segment cache off (same queries, paired)",
+         "p50 / p95 ms": _ms(bm25.get("lexical_bm25_segment_cache_off"))},
+        {"measure": "  fetch (one binary statement)", "p50 / p95 ms": _ms(parts.get("fetch"))},
+        {"measure": "  scoring and top-k (numpy, MaxScore)", "p50 / p95 ms": _ms(parts.get("score_top_k"))},
+        {"measure": "  chunk-id lookup", "p50 / p95 ms": _ms(parts.get("chunk_ids"))},
+    ]
+    if hybrid:
+        rows += [
+            {"measure": "hybrid retrieval, query encoding included (ef_search 100)",
+             "p50 / p95 ms": _ms(hybrid["hybrid"])},
+            {"measure": "  its BM25 stage", "p50 / p95 ms": _ms(hybrid.get("hybrid_lexical_stage"))},
+            {"measure": "  its dense stage", "p50 / p95 ms": _ms(hybrid.get("hybrid_dense_stage"))},
+        ]
+    exact = bm25.get("exact_match", {})
+    postings = bm25.get("postings_per_query", {})
+    load, hnsw = document.get("load_seconds", {}), document.get("hnsw", {})
+    storage = document.get("storage", {})
+    build = []
+    if load.get("total"):
+        minutes = {k: load.get(k, 0) / 60 for k in ("total", "copy", "bm25_compaction", "gin_build")}
+        build.append(f"load {minutes['total']:.1f} min (COPY {minutes['copy']:.1f}, BM25 compaction "
+                     f"{minutes['bm25_compaction']:.1f}, GIN {minutes['gin_build']:.1f})")
+    if hnsw.get("seconds"):
+        build.append(f"HNSW build {hnsw['seconds'] / 60:.1f} min (m {hnsw.get('m')}, ef_construction "
+                     f"{hnsw.get('ef_construction')})")
+    if storage.get("total_bytes"):
+        build.append(f"{storage['total_bytes'] / 1e9:.1f} GB on disk, BM25 arrays "
+                     f"{storage.get('bm25_array_bytes', 0) / 1e6:,.0f} MB "
+                     f"({storage.get('postings', 0):,} postings)")
+    hybrid_p95 = hybrid["hybrid"]["p95_ms"] if hybrid else None
+    return "\n".join([
+        f"From `{SCALE}` ({document['parameters']['chunks']:,} chunks, {document['parameters']['queries']} "
+        f"queries, finished {document.get('finished', '')[:16]}; load average before timing "
+        f"{_load_average(document)}, after {_load_average(document, 'load_average_after_timing')}).",
+        "",
+        _markdown(pd.DataFrame(rows)),
+        "",
+        f"BM25 p95 {_goal(bm25['lexical_bm25'].get('p95_ms'), 60)}; hybrid p95 {_goal(hybrid_p95, 100)}. "
+        f"BM25 top 30 identical to exhaustive scoring on {exact.get('identical_top_k')} of "
+        f"{exact.get('queries')} queries; a query touches {postings.get('mean', 0):,.0f} postings on average "
+        f"({postings.get('max', 0):,} at most). Build: {'; '.join(build) or 'reused index'}.",
+    ]) + "\n"
+
+
+def scale_curve(root: Path) -> str:
+    document = _load(root, SCALE)
+    rows = []
+    for point in document["curve"]:
+        rows.append({"ef_search": point["ef_search"], "recall@10": f"{point['recall_at_10']:.3f}",
+                     "HNSW top 10, p50 / p95 ms": _ms(point.get("dense_top10")),
+                     "hybrid, p50 / p95 ms": _ms(point.get("hybrid"))})
+    return f"HNSW recall@10 against exact search, from `{SCALE}`:\n\n" + _markdown(pd.DataFrame(rows)) + "\n"
+
+
 RENDERERS: dict[str, Callable[[Path], str]] = {
     "scifact": scifact, "reader-ceiling": reader_ceiling, "ladder": published_ladder,
-    "downstream": downstream_ladder,
+    "downstream": downstream_ladder, "latency": latency_stages, "scale": scale_summary,
+    "scale-curve": scale_curve,
 }
 
 
@@ -156,14 +283,15 @@ def render(text: str, root: Path) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     root = Path(argv[0] if argv else ".").resolve()
-    readme = root / "README.md"
-    text = readme.read_text(encoding="utf-8")
-    rendered = render(text, root)
-    if rendered != text:
-        readme.write_text(rendered, encoding="utf-8")
-        print(f"rewrote the results sections of {readme}")
-    else:
-        print(f"{readme} is up to date with its artifacts")
+    for relative in DOCUMENTS:
+        document = root / relative
+        text = document.read_text(encoding="utf-8")
+        rendered = render(text, root)
+        if rendered != text:
+            document.write_text(rendered, encoding="utf-8")
+            print(f"rewrote the results sections of {document}")
+        else:
+            print(f"{document} is up to date with its artifacts")
     return 0
 
 

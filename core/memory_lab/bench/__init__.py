@@ -1,6 +1,6 @@
 """Benchmarks of the baseline's cost and scale: each writes one JSON result and, most, a figure.
 
-Six benchmarks (`memory-baseline bench NAME`, or `python -m memory_lab.bench NAME`),
+Seven benchmarks (`memory-baseline bench NAME`, or `python -m memory_lab.bench NAME`),
 one module each:
 
 - ``ingest`` (`ingest`): wall time of `refresh.sync` on a generated world against
@@ -15,6 +15,8 @@ one module each:
   figures, plus the BM25 stage's latency there.
 - ``scifact-train`` (`scifact`): the two identifier rules chosen on SciFact's train
   queries (the test split is for ``scifact`` alone).
+- ``compression`` (`compression`): prompt tokens saved by sentence compression of
+  the oracle context, and the evidence quotes it keeps (no reading).
 - ``encoder-threads`` (`encoder_threads`): the torch thread counts the encoder
   uses for queries and for ingest, measured.
 
@@ -36,6 +38,7 @@ from typing import Any
 import psycopg
 
 from .common import RESULTS_DIR, BenchError, int_list, write_result
+from .compression import bench_compression
 from .encoder_threads import bench_encoder_threads
 from .ingest import bench_ingest
 from .ingest import figure as _figure_ingest
@@ -47,7 +50,7 @@ from .scifact import bench_scifact, bench_scifact_train
 from .scifact import figure as _figure_scifact
 from .synthetic import DIMENSION, VectorModel, recombined_corpus, vector_statistics, world_corpus
 
-BENCHMARKS = ("ingest", "latency", "scale", "scifact", "scifact-train", "encoder-threads")
+BENCHMARKS = ("ingest", "latency", "scale", "scifact", "scifact-train", "compression", "encoder-threads")
 FIGURES: dict[str, Callable[[dict[str, Any], Any], Any]] = {
     "ingest": _figure_ingest, "latency": _figure_latency, "scale": _figure_scale,
     "scifact": _figure_scifact,
@@ -87,12 +90,29 @@ def configure_parser(parser: argparse.ArgumentParser) -> argparse.ArgumentParser
                         help="scifact: BEIR conditions, comma-separated (default: beir's defaults)")
     parser.add_argument("--embedder", default="minilm",
                         help="scifact: the index's encoder (lexical conditions do not depend on it)")
+    parser.add_argument("--corpus", action="append", default=[], metavar="NAME=HISTORY:TASKS",
+                        help="compression: a corpus and its task file (repeatable; default fixture and PEPs)")
+    parser.add_argument("--split", default="dev", help="compression: the tasks' split (dev)")
     parser.add_argument("--keep-index", action="store_true", help="keep the benchmark's index")
     parser.add_argument("--reuse-index", action="store_true",
                         help="latency/scale: reuse indexes kept by an earlier --keep-index run")
     parser.add_argument("--build-only", action="store_true",
-                        help="scale: build and keep the index, time nothing")
+                        help="latency/scale: build and keep the indexes, time nothing")
     return parser
+
+
+DEFAULT_COMPRESSION_CORPORA = {
+    "fixture": ("fixtures/history", "fixtures/tasks.json"),
+    "peps": ("../shared/data/peps/corpus", "fixtures/peps/tasks.json"),
+}
+
+
+def _corpus_argument(value: str) -> tuple[str, tuple[str, str]]:
+    name, _, paths = value.partition("=")
+    history, _, tasks = paths.partition(":")
+    if not (name and history and tasks):
+        raise BenchError(f"--corpus wants NAME=HISTORY:TASKS, got {value!r}")
+    return name, (history, tasks)
 
 
 def run_benchmark(args: argparse.Namespace, conn: psycopg.Connection | None = None) -> dict[str, Any]:
@@ -108,8 +128,9 @@ def run_benchmark(args: argparse.Namespace, conn: psycopg.Connection | None = No
         elif args.name == "latency":
             document = bench_latency(conn, sizes=int_list(args.sizes), queries=args.queries,
                                      llm_queries=args.llm_queries, reranker=args.reranker,
-                                     reader=args.reader, keep=args.keep_index,
-                                     reuse=args.reuse_index, progress=progress)
+                                     reader=args.reader, keep=args.keep_index or args.build_only,
+                                     reuse=args.reuse_index, build_only=args.build_only,
+                                     progress=progress)
         elif args.name == "scale":
             document = bench_scale(conn, chunks=args.chunks, queries=args.queries,
                                    ef_search=int_list(args.ef_search),
@@ -121,6 +142,9 @@ def run_benchmark(args: argparse.Namespace, conn: psycopg.Connection | None = No
         elif args.name == "scifact-train":
             document = bench_scifact_train(conn, beir_dir=args.beir_dir, max_queries=args.max_queries,
                                            embedder=args.embedder, progress=progress)
+        elif args.name == "compression":
+            corpora = dict(_corpus_argument(item) for item in args.corpus)
+            document = bench_compression(conn, corpora or DEFAULT_COMPRESSION_CORPORA, split=args.split)
         elif args.name == "encoder-threads":
             document = bench_encoder_threads(repeats=args.repeats)
         elif args.name == "scifact":
@@ -133,7 +157,7 @@ def run_benchmark(args: argparse.Namespace, conn: psycopg.Connection | None = No
     finally:
         if own:
             conn.close()
-    name = "scale-build" if args.name == "scale" and args.build_only else args.name
+    name = f"{args.name}-build" if args.build_only and args.name in ("latency", "scale") else args.name
     path = write_result(name, document, args.out, FIGURES.get(name))
     document["result_path"] = str(path)
     return document

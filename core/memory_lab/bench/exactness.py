@@ -84,10 +84,20 @@ def bm25_queries(store: Store, term_lists: Sequence[list[str]], *, k: int, k1: f
     The whole call and its parts are timed in separate runs of the same query
     (so the parts do not include the whole call's timer overhead).
     """
-    whole, whole_cpu, fetch, score, names, postings = [], [], [], [], [], []
+    whole, whole_cpu, fetch, score, names, postings, uncached = [], [], [], [], [], [], []
     exact, mismatched = 0, []
     warm = list(term_lists[:warmup])
+    shipped = bm25.SEGMENT_CACHE
+    no_cache = bm25.SegmentCache(max_bytes=0, min_postings=shipped.min_postings)
     for position, terms in enumerate([*warm, *term_lists]):
+        # The same query with the segment cache off first (every segment sent), then as shipped.
+        bm25.SEGMENT_CACHE = no_cache
+        try:
+            t_uncached = time.perf_counter()
+            store.lexical_bm25(terms, k, k1, b, name_weight)
+            t_uncached = time.perf_counter() - t_uncached
+        finally:
+            bm25.SEGMENT_CACHE = shipped
         t0, c0 = time.perf_counter(), time.process_time()
         store.lexical_bm25(terms, k, k1, b, name_weight)
         t1, c1 = time.perf_counter(), time.process_time()
@@ -100,6 +110,7 @@ def bm25_queries(store: Store, term_lists: Sequence[list[str]], *, k: int, k1: f
         if position < len(warm):
             continue
         whole.append((t1 - t0) * 1000)
+        uncached.append(t_uncached * 1000)
         whole_cpu.append((c1 - c0) * 1000)
         fetch.append((t2 - t1) * 1000)
         score.append((t3 - t2) * 1000)
@@ -112,6 +123,10 @@ def bm25_queries(store: Store, term_lists: Sequence[list[str]], *, k: int, k1: f
                 mismatched.append(terms)
     out: dict[str, Any] = {
         "k": k, "lexical_bm25": latency_summary(whole),
+        # The same call with the segment cache off, just before it: the cache's paired effect.
+        "lexical_bm25_segment_cache_off": latency_summary(uncached),
+        "segment_cache": {"max_bytes": shipped.max_bytes, "min_postings": shipped.min_postings,
+                          "bytes_held_after": shipped.nbytes},
         # This process's CPU time in the call (decoding, scoring, selection; not the
         # server's): wall time minus this is waiting for the server or for a core.
         "lexical_bm25_client_cpu": latency_summary(whole_cpu),

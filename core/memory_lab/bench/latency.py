@@ -227,9 +227,13 @@ def bench_latency(
     index_prefix: str = "bench_latency",
     keep: bool = False,
     reuse: bool = False,
+    build_only: bool = False,
     progress: bool = True,
 ) -> dict[str, Any]:
     """Per-stage p50/p95 at each corpus size (chunks), on generated text + synthetic vectors.
+
+    `build_only` loads and keeps the indexes and times nothing, so the timing can run
+    later (`reuse`) on a machine that is not also building.
 
     `reuse` keeps an index left by an earlier run with `keep` (same sizes and seed:
     the corpus and vectors are deterministic) instead of loading it again.
@@ -263,6 +267,10 @@ def bench_latency(
                 vectors = model.sample(len(corpus.chunks), stream=size)
                 load = load_corpus(conn, index, corpus, vectors, embedder, progress=progress)
                 hnsw = build_hnsw(conn, index, maintenance_work_mem="1GB")
+            if build_only:
+                document["sizes"][str(size)] = {"corpus": corpus.description, "load_seconds": load,
+                                                "hnsw": hnsw, "kept_index": index}
+                continue
             entry: dict[str, Any] = {
                 "corpus": corpus.description, "load_seconds": load, "hnsw": hnsw,
                 "storage": storage(conn, index, len(corpus.chunks)),
@@ -277,6 +285,9 @@ def bench_latency(
             document["sizes"][str(size)] = entry
             if not keep:
                 Store(conn, index).drop()
+    if build_only:
+        document["finished"] = datetime.now(UTC).isoformat(timespec="seconds")
+        return document
     document["encoder_query"] = encoder_query_latency(query_texts, encoder)
     document["finished"] = datetime.now(UTC).isoformat(timespec="seconds")
     return document
