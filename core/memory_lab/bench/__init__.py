@@ -37,7 +37,7 @@ from typing import Any
 
 import psycopg
 
-from .common import RESULTS_DIR, BenchError, int_list, write_result
+from .common import RESULTS_DIR, BenchError, code_version, int_list, write_result
 from .compression import bench_compression
 from .encoder_threads import bench_encoder_threads
 from .ingest import bench_ingest
@@ -122,6 +122,9 @@ def run_benchmark(args: argparse.Namespace, conn: psycopg.Connection | None = No
     own = conn is None
     conn = conn or connect()
     progress = not args.json
+    # The code as it was when the benchmark started: editing the tree during a long run
+    # must not mark its results as from a dirty tree, nor a dirty start as clean.
+    version = code_version()
     try:
         if args.name == "ingest":
             document = bench_ingest(conn, docs=args.docs, repeats=args.repeats, progress=progress)
@@ -157,6 +160,7 @@ def run_benchmark(args: argparse.Namespace, conn: psycopg.Connection | None = No
     finally:
         if own:
             conn.close()
+    document.setdefault("code_version", version)
     name = f"{args.name}-build" if args.build_only and args.name in ("latency", "scale") else args.name
     path = write_result(name, document, args.out, FIGURES.get(name))
     document["result_path"] = str(path)
