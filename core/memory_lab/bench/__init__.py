@@ -93,6 +93,8 @@ def configure_parser(parser: argparse.ArgumentParser) -> argparse.ArgumentParser
     parser.add_argument("--corpus", action="append", default=[], metavar="NAME=HISTORY:TASKS",
                         help="compression: a corpus and its task file (repeatable; default fixture and PEPs)")
     parser.add_argument("--split", default="dev", help="compression: the tasks' split (dev)")
+    parser.add_argument("--runs-root", default="benchmarks/runs",
+                        help="scifact: where its BEIR run directory goes (committed beside the results)")
     parser.add_argument("--keep-index", action="store_true", help="keep the benchmark's index")
     parser.add_argument("--reuse-index", action="store_true",
                         help="latency/scale: reuse indexes kept by an earlier --keep-index run")
@@ -152,6 +154,7 @@ def run_benchmark(args: argparse.Namespace, conn: psycopg.Connection | None = No
             document = bench_encoder_threads(repeats=args.repeats)
         elif args.name == "scifact":
             document = bench_scifact(conn, beir_dir=args.beir_dir, max_queries=args.max_queries,
+                                     runs_root=args.runs_root,
                                      conditions=[c for c in args.conditions.split(",") if c]
                                      if args.conditions else None,
                                      embedder=args.embedder, progress=progress)
