@@ -765,7 +765,7 @@ class Store:
         """
         unique = list(dict.fromkeys(terms))
         held = bm25.SEGMENT_CACHE.held(self._cache_scope(), unique)  # pinned for this query
-        parts: dict[str, list[tuple[int, np.ndarray]]] = {}
+        parts: dict[str, list[tuple[int, bm25.Columns]]] = {}
         df: dict[str, int] = {}
         n_chunks = total_length = 0
         tombstones = np.zeros(0, dtype=np.int64)
@@ -776,7 +776,7 @@ class Store:
                     if payload is None:
                         postings = held[version]
                     else:
-                        postings = bm25.decode(bytes(payload))
+                        postings = bm25.Columns.of(bm25.decode(bytes(payload)))
                         bm25.SEGMENT_CACHE.put(self._cache_scope(), lexeme, version, postings)
                     parts.setdefault(lexeme, []).append((int(version.split(":", 1)[0]), postings))
                     df[lexeme] = int(number)

@@ -200,6 +200,31 @@ def latency_stages(root: Path) -> str:
     ]) + "\n"
 
 
+INGEST = Path("benchmarks/results/ingest.json")
+
+
+def ingest_ratio(root: Path) -> str:
+    d = _load(root, INGEST)
+    share = d["non_encoder_share_of_ingest"] * 100
+    return (f"Ingest of {d['chunks']} chunks took {d['ingest_seconds']:.1f} s against "
+            f"{d['encoder_alone_seconds']:.1f} s for the encoder alone on the same chunk texts: "
+            f"{d['ratio']:.2f} times (goal ≤ {d['goal_ratio']}); everything but embedding is "
+            f"{share:.1f}% of it (from `{INGEST}`, finished {d['finished'][:10]}).\n")
+
+
+def encoder_threads(root: Path) -> str:
+    query = _load(root, LATENCY)["encoder_query"]
+    two = query["two_threads_first_20"]
+    rows = [{"query encoding": "as the pipeline calls it (`embed_query`)",
+             "p50 / p95 ms": _ms(query["production"])},
+            {"query encoding": "the model, one torch thread", "p50 / p95 ms": _ms(query["one_thread"])},
+            {"query encoding": f"the model, two torch threads (first {two['n']} queries)",
+             "p50 / p95 ms": _ms(two)}]
+    return (f"From `{LATENCY}` (`encoder_query`): the pipeline's p50 is "
+            f"{query['production_p50_over_one_thread_p50']:.2f} times the one-thread model's.\n\n"
+            + _markdown(pd.DataFrame(rows)) + "\n")
+
+
 def scale_summary(root: Path) -> str:
     document = _load(root, SCALE)
     bm25 = document["bm25"]
@@ -265,7 +290,8 @@ def scale_curve(root: Path) -> str:
 RENDERERS: dict[str, Callable[[Path], str]] = {
     "scifact": scifact, "reader-ceiling": reader_ceiling, "ladder": published_ladder,
     "downstream": downstream_ladder, "latency": latency_stages, "scale": scale_summary,
-    "scale-curve": scale_curve,
+    "scale-curve": scale_curve, "encoder": encoder_threads,
+    "ingest": ingest_ratio,
 }
 
 
