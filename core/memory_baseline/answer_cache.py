@@ -62,12 +62,13 @@ def _log_usage(event: str, key: str, layer: str | None = None) -> None:
         os.close(descriptor)
 
 
-def usage(path: str | Path) -> dict[str, Any]:
-    """What a usage log recorded: answers served per layer, answers computed, and every key."""
+def usage(path: str | Path, since: int = 0) -> dict[str, Any]:
+    """What a usage log recorded (from byte offset `since`): answers served per layer,
+    answers computed, and every key."""
     hits: dict[str, int] = {}
     computed, keys = 0, set()
     target = Path(path)
-    lines = target.read_text(encoding="utf-8").splitlines() if target.is_file() else []
+    lines = target.read_bytes()[since:].decode("utf-8").splitlines() if target.is_file() else []
     for line in lines:
         record = json.loads(line)
         keys.add(record["key"])

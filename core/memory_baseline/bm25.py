@@ -60,7 +60,7 @@ class TermPostings:
 
     lexeme: str
     df: int
-    segments: tuple[bytes | np.ndarray | Columns, ...]  # raw bytes, POSTING arrays or cached Columns
+    segments: tuple[bytes | Columns, ...]  # raw bytes, or the cached decoded columns
 
 
 @dataclass(frozen=True)
@@ -78,12 +78,8 @@ class Fetched:
                    for t in self.terms for s in t.segments)
 
 
-def decode(segment: bytes | np.ndarray) -> np.ndarray:
+def decode(segment: bytes) -> np.ndarray:
     """A segment as a structured array of POSTING (a view, no copy)."""
-    if isinstance(segment, np.ndarray):
-        if segment.dtype != POSTING:
-            raise ValueError(f"a decoded segment must have the POSTING dtype, not {segment.dtype}")
-        return segment
     if len(segment) % POSTING.itemsize:
         raise ValueError(f"a posting segment of {len(segment)} bytes is not a whole number of postings")
     return np.frombuffer(segment, dtype=POSTING)
@@ -134,7 +130,7 @@ class Columns:
                        self.named[index] if self.named is not None else None)
 
 
-def columns(segment: bytes | np.ndarray | Columns) -> Columns:
+def columns(segment: bytes | Columns) -> Columns:
     """Any stored form of a segment as `Columns`."""
     return segment if isinstance(segment, Columns) else Columns.of(decode(segment))
 
@@ -159,9 +155,9 @@ class SegmentCache:
 
     def __init__(self, max_bytes: int, min_postings: int) -> None:
         self.max_bytes, self.min_postings = max_bytes, min_postings
-        self._entries: OrderedDict[tuple[tuple[str, ...], str], Columns] = OrderedDict()
+        # (scope, version) -> (lexeme, columns); the lexeme finds the term's index entry on eviction
+        self._entries: OrderedDict[tuple[tuple[str, ...], str], tuple[str, Columns]] = OrderedDict()
         self._by_term: dict[tuple[tuple[str, ...], str], set[str]] = {}
-        self._lexeme: dict[tuple[tuple[str, ...], str], str] = {}
         self._bytes = 0
         self._lock = threading.Lock()
 
@@ -173,7 +169,7 @@ class SegmentCache:
                 for version in self._by_term.get((scope, lexeme), ()):
                     key = (scope, version)
                     self._entries.move_to_end(key)
-                    found[version] = self._entries[key]
+                    found[version] = self._entries[key][1]
         return found
 
     def put(self, scope: tuple[str, ...], lexeme: str, version: str, postings: Columns) -> None:
@@ -183,25 +179,16 @@ class SegmentCache:
         with self._lock:
             if key in self._entries:
                 return
-            self._entries[key] = postings
+            self._entries[key] = (lexeme, postings)
             self._by_term.setdefault((scope, lexeme), set()).add(version)
             self._bytes += postings.nbytes
-            self._lexeme[key] = lexeme
             while self._bytes > self.max_bytes:
-                old_key, old = self._entries.popitem(last=False)
+                (old_scope, old_version), (old_lexeme, old) = self._entries.popitem(last=False)
                 self._bytes -= old.nbytes
-                versions = self._by_term.get((old_key[0], self._lexeme[old_key]), set())
-                versions.discard(old_key[1])
+                versions = self._by_term[(old_scope, old_lexeme)]
+                versions.discard(old_version)
                 if not versions:
-                    self._by_term.pop((old_key[0], self._lexeme[old_key]), None)
-                del self._lexeme[old_key]
-
-    def clear(self) -> None:
-        with self._lock:
-            self._entries.clear()
-            self._by_term.clear()
-            self._lexeme.clear()
-            self._bytes = 0
+                    del self._by_term[(old_scope, old_lexeme)]
 
     @property
     def nbytes(self) -> int:

@@ -764,7 +764,8 @@ class Store:
         tombstone or a compaction is therefore visible to the next query as before.
         """
         unique = list(dict.fromkeys(terms))
-        held = bm25.SEGMENT_CACHE.held(self._cache_scope(), unique)  # pinned for this query
+        scope = self._cache_scope()
+        held = bm25.SEGMENT_CACHE.held(scope, unique)  # pinned for this query
         parts: dict[str, list[tuple[int, bm25.Columns]]] = {}
         df: dict[str, int] = {}
         n_chunks = total_length = 0
@@ -777,7 +778,7 @@ class Store:
                         postings = held[version]
                     else:
                         postings = bm25.Columns.of(bm25.decode(bytes(payload)))
-                        bm25.SEGMENT_CACHE.put(self._cache_scope(), lexeme, version, postings)
+                        bm25.SEGMENT_CACHE.put(scope, lexeme, version, postings)
                     parts.setdefault(lexeme, []).append((int(version.split(":", 1)[0]), postings))
                     df[lexeme] = int(number)
                 elif kind == "corpus":

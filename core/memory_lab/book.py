@@ -280,9 +280,9 @@ def publish(profile: str = "full", repo: str | Path | None = None) -> Path:
     return target
 
 
-def answer_usage(log: Path, repo: Path) -> dict[str, Any]:
+def answer_usage(log: Path, repo: Path, since: int = 0) -> dict[str, Any]:
     """How the executed chapters got their answers (`answer_cache.usage`), layers shown relative."""
-    counts = usage(log)
+    counts = usage(log, since)
     counts["by_layer"] = {(_shown(Path(k), repo) if k else k): v for k, v in counts["by_layer"].items()}
     return counts
 
@@ -497,8 +497,12 @@ def book(
     target_dir.mkdir(parents=True, exist_ok=True)
     if execute:
         require_kernel()
+        # The log covers every chapter in book/chapters (publish exports its keys), so an
+        # `--only` run appends to it; a whole run starts it afresh.
         answer_log = target_dir / ANSWER_LOG
-        answer_log.unlink(missing_ok=True)
+        if only is None:
+            answer_log.unlink(missing_ok=True)
+        start = answer_log.stat().st_size if answer_log.is_file() else 0
         bar = tqdm(plans, desc=f"book ({result.profile})", unit="chapter", disable=not progress)
         for source, parameters in bar:
             bar.set_postfix_str(source.stem)
@@ -508,7 +512,7 @@ def book(
             result.chapters.append(ChapterRun(source.stem, output, seconds, parameters,
                                               _shown(source, repo), source_digest(source)))
         bar.close()
-        result.answers = answer_usage(answer_log, repo)
+        result.answers = answer_usage(answer_log, repo, start)
     for source in sources:
         copy = target_dir / executed_name(source)
         if not copy.exists():
