@@ -43,7 +43,8 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 
@@ -91,21 +92,52 @@ class Columns:
 
     The wire format is big-endian and packed (8 bytes a posting); scoring wants native
     integers and floats. Converting 1.8 million postings per query was a third of the
-    scoring time at a million chunks, so a cached segment keeps its converted columns.
+    scoring time at a million chunks, so a cached segment keeps its converted columns,
+    and with them what scoring derives from them alone (see `saturation`).
     """
 
     keys: np.ndarray  # intp, strictly increasing
     tf: np.ndarray  # float64, the term frequency (its sign stripped)
     length: np.ndarray  # float64, the chunk's length in lexemes
     named: np.ndarray | None  # bool, True where the term names the chunk's source; None if nowhere
+    # The last `saturation` computed, by its (length_weight, length_base).
+    _saturation: dict[tuple[float, float], np.ndarray] = field(
+        default_factory=dict, compare=False, repr=False)
 
     def __len__(self) -> int:
         return len(self.keys)
 
     @property
     def nbytes(self) -> int:
-        return self.keys.nbytes + self.tf.nbytes + self.length.nbytes + \
+        """Bytes held, the saturation column counted whether computed yet or not."""
+        return self.keys.nbytes + self.tf.nbytes + self.length.nbytes + 8 * len(self.keys) + \
             (self.named.nbytes if self.named is not None else 0)
+
+    @cached_property
+    def top_tf(self) -> float:
+        return float(self.tf.max())
+
+    @cached_property
+    def min_length(self) -> float:
+        return float(self.length.min())
+
+    def saturation(self, length_weight: float, length_base: float) -> np.ndarray:
+        """tf / (tf + length_base + length_weight x length) per posting: BM25's tf part.
+
+        It depends on k1, b and the mean chunk length only, which change when the index
+        does, so a cached segment keeps the last one and most queries score with one
+        multiplication per posting instead of five operations.
+        """
+        key = (length_weight, length_base)
+        found = self._saturation.get(key)
+        if found is None:
+            denominator = self.length * length_weight
+            denominator += length_base
+            denominator += self.tf
+            found = self.tf / denominator
+            self._saturation.clear()  # two threads may both compute it: the same values
+            self._saturation[key] = found
+        return found
 
     @classmethod
     def of(cls, postings: np.ndarray) -> Columns:
@@ -124,10 +156,6 @@ class Columns:
                                     for p in parts])
         return cls(np.concatenate([p.keys for p in parts]), np.concatenate([p.tf for p in parts]),
                    np.concatenate([p.length for p in parts]), named)
-
-    def take(self, index: np.ndarray) -> Columns:
-        return Columns(self.keys[index], self.tf[index], self.length[index],
-                       self.named[index] if self.named is not None else None)
 
 
 def columns(segment: bytes | Columns) -> Columns:
@@ -195,8 +223,9 @@ class SegmentCache:
         return self._bytes
 
 
-# 1 GiB of decoded columns (25 bytes a posting: 43M postings, over half of a million-chunk
-# index's) and segments of at least 4,096 postings: rarer terms are fetched every time.
+# 1 GiB of decoded columns (33 bytes a posting with the saturation column: 32M postings,
+# over a third of a million-chunk index's) and segments of at least 4,096 postings: rarer
+# terms are fetched every time.
 SEGMENT_CACHE = SegmentCache(max_bytes=2**30, min_postings=4096)
 
 
@@ -221,15 +250,13 @@ class _Term:
 
 
 def _contributions(postings: Columns, weight: float, k1: float, length_weight: float,
-                   length_base: float, name_weight: float) -> np.ndarray:
-    """idf x saturated tf (+ name_weight x idf where the term names the source), per posting."""
-    denominator = postings.length * length_weight
-    denominator += length_base
-    denominator += postings.tf
-    part = postings.tf * ((k1 + 1) * weight)
-    part /= denominator
+                   length_base: float, name_weight: float, at: np.ndarray | None = None) -> np.ndarray:
+    """idf x saturated tf (+ name_weight x idf where the term names the source), per posting
+    (or only at the positions `at`)."""
+    saturation = postings.saturation(length_weight, length_base)
+    part = (saturation if at is None else saturation[at]) * ((k1 + 1) * weight)
     if name_weight and postings.named is not None:
-        part += (name_weight * weight) * postings.named
+        part += (name_weight * weight) * (postings.named if at is None else postings.named[at])
     return part
 
 
@@ -245,6 +272,32 @@ def _select(keys: np.ndarray, values: np.ndarray, k: int) -> list[tuple[int, flo
         keys, values = keys[keep], values[keep]
     order = np.lexsort((keys, -values))[:k]
     return [(int(keys[i]), float(values[i])) for i in order]
+
+
+# About this many scores are sampled to bound the k-th best from below (`_top_pool`).
+SELECT_SAMPLE = 65_536
+
+
+def _top_pool(scores: np.ndarray, k: int) -> np.ndarray:
+    """The keys of a superset of the k best positive scores of a dense score array.
+
+    At a million chunks a common term scores most of them, and gathering every positive
+    score to find the k-th best was the largest part of a query. The k-th best of a
+    subset is at most the k-th best of the whole, so the k-th best of an evenly strided
+    sample is a floor below which no top-k chunk lies: one comparison pass leaves a few
+    hundred chunks (ties at the boundary included).
+    """
+    sample = scores[::max(1, len(scores) // SELECT_SAMPLE)]
+    sample = sample[sample > 0]
+    if len(sample) < k:
+        return np.flatnonzero(scores > 0)
+    return np.flatnonzero(scores >= np.partition(sample, len(sample) - k)[len(sample) - k])
+
+
+def _kth_best(scores: np.ndarray, k: int) -> float | None:
+    """The k-th best positive score, or None when fewer than k chunks score."""
+    pool = scores[_top_pool(scores, k)]
+    return None if len(pool) < k else float(np.partition(pool, len(pool) - k)[len(pool) - k])
 
 
 def top_k(
@@ -272,7 +325,7 @@ def top_k(
         named = name_weight > 0 and postings.named is not None and bool(postings.named.any())
         # Saturated tf grows with tf and falls with length: its largest tf over the
         # shortest length bounds every posting of the term.
-        top_tf, min_length = float(postings.tf.max()), float(postings.length.min())
+        top_tf, min_length = postings.top_tf, postings.min_length
         bound = weight * top_tf * (k1 + 1) / (top_tf + length_weight * min_length + length_base)
         terms.append(_Term(weight, postings, bound + (name_weight * weight if named else 0.0)))
     if not terms:
@@ -281,60 +334,52 @@ def top_k(
     size = 1 + max(int(t.postings.keys[-1]) for t in terms)
     scores = np.zeros(size, dtype=np.float64)
     dead = fetched.tombstones[fetched.tombstones < size] if len(fetched.tombstones) else None
-    touched = np.zeros(size, dtype=bool)
-    fresh_keys: list[np.ndarray] = []  # the union of the scored terms' keys, in pieces
     scored_bound, remaining_bound = 0.0, sum(t.bound for t in terms)
     remaining_postings = sum(len(t.postings) for t in terms)
-    union_size, pruning = 0, True
+    scored_postings, pruning = 0, True
     for position, term in enumerate(terms):
-        keys = term.postings.keys
-        scores[keys] += _contributions(term.postings, term.weight, k1, length_weight, length_base,
-                                       name_weight)
+        scores[term.postings.keys] += _contributions(term.postings, term.weight, k1, length_weight,
+                                                     length_base, name_weight)
+        if dead is not None:
+            scores[dead] = 0.0  # a removed chunk's partial score must not set the k-th best
         scored_bound += term.bound
         remaining_bound -= term.bound
         remaining_postings -= len(term.postings)
+        scored_postings += len(term.postings)
         rest = terms[position + 1:]
         if not pruning or not rest:
             continue
-        fresh = keys[~touched[keys]]
-        touched[keys] = True
-        fresh_keys.append(fresh)
-        union_size += len(fresh)
-        # Pruning pays only while the rest hold more postings than the union (the union
-        # only grows and the rest only shrink: once it does not pay, it never will).
-        if remaining_postings < 2 * union_size:
+        # Pruning pays only while the rest hold more postings than the scored chunks (those
+        # only grow and the rest only shrink: once it does not pay, it never will). The
+        # scored postings bound that count from above, so it is counted only when needed.
+        if remaining_postings < 2 * scored_postings \
+                and remaining_postings < 2 * np.count_nonzero(scores):
             pruning = False
             continue
         # It needs the k-th partial score above the rest's bound; that score is at most
         # `scored_bound`.
         if remaining_bound >= scored_bound:
             continue
-        candidates = np.concatenate(fresh_keys)
-        if dead is not None:
-            candidates = candidates[~np.isin(candidates, dead)]
-        if len(candidates) < k:
+        threshold = _kth_best(scores, k)
+        if threshold is None or remaining_bound >= threshold * (1 - PRUNE_SLACK):
             continue
-        partial = scores[candidates]
-        threshold = -np.partition(-partial, k - 1)[k - 1]
-        if remaining_bound >= threshold * (1 - PRUNE_SLACK):
-            continue
-        # No chunk outside `candidates` can reach `threshold`; complete those that still can,
-        # unless binary searches for them would cost more than scoring the rest outright.
-        candidates = candidates[partial + remaining_bound >= threshold * (1 - PRUNE_SLACK)]
+        # No chunk below `floor` can reach `threshold` (nor can an unscored one: the floor
+        # is positive); complete those that still can, unless binary searches for them
+        # would cost more than scoring the rest outright.
+        candidates = np.flatnonzero(scores >= threshold * (1 - PRUNE_SLACK) - remaining_bound)
         if len(candidates) * SEARCH_COST * len(rest) > remaining_postings:
             continue
         for other in rest:
             other_keys = other.postings.keys
             found = np.minimum(np.searchsorted(other_keys, candidates), len(other_keys) - 1)
             hit = other_keys[found] == candidates
-            scores[candidates[hit]] += _contributions(
-                other.postings.take(found[hit]), other.weight, k1, length_weight, length_base, name_weight)
+            scores[candidates[hit]] += _contributions(other.postings, other.weight, k1, length_weight,
+                                                      length_base, name_weight, at=found[hit])
         return _select(candidates, scores[candidates], k)
     if dead is not None:
         scores[dead] = 0.0
-    scored = np.flatnonzero(scores)
-    return _select(scored, scores[scored], k)
-
+    keys = _top_pool(scores, k)
+    return _select(keys, scores[keys], k)
 
 def merge_segments(segments: Sequence[bytes], tombstones: np.ndarray) -> bytes:
     """A term's segments (in segment order) as one, without tombstoned postings."""
