@@ -140,3 +140,32 @@ def test_ollama_without_a_server_fails_plainly(monkeypatch):
     with pytest.raises(EmbedderError, match=f"Ollama server not reachable at {host}") as caught:
         embedder_for("ollama")
     assert "\n" not in str(caught.value)
+
+
+QUERY_PROBES = ["a", QUERY, PARAPHRASE, " ".join([UNRELATED] * 60)]
+
+
+def test_traced_query_path_reproduces_the_eager_model(tmp_path, monkeypatch):
+    """Queries run through a frozen trace kept under the models folder; its vectors are the eager
+    model's, a kept trace is reused, and a damaged one is replaced rather than trusted."""
+    monkeypatch.setenv("MEMORY_BASELINE_HOME", str(tmp_path))
+
+    def fresh():  # get_embedder keeps one instance per process; each of these loads anew
+        return get_embedder.__wrapped__(EmbedderConfig(name="minilm"))
+
+    embedder = fresh()
+    eager = embedder.embed_documents(QUERY_PROBES)
+    assert embedder.query_path == "not yet chosen"
+    queries = np.stack([embedder.embed_query(text) for text in QUERY_PROBES])
+    assert embedder.query_path == "traced"
+    np.testing.assert_allclose(queries, eager, atol=1e-6)
+    (kept,) = (tmp_path / "models" / "traced").glob("query-*.pt")
+
+    again = fresh()
+    np.testing.assert_allclose(again.embed_query(QUERY), eager[1], atol=1e-6)
+    assert again.query_path == "traced"
+
+    kept.write_bytes(b"not a TorchScript archive")
+    repaired = fresh()
+    np.testing.assert_allclose(repaired.embed_query(QUERY), eager[1], atol=1e-6)
+    assert repaired.query_path == "traced" and kept.stat().st_size > 1_000_000

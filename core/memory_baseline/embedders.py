@@ -215,6 +215,7 @@ class SentenceTransformerEmbedder:
         _check_sizes(config, int(self._model.tokenizer.model_max_length))
         self._model.max_seq_length = config.max_seq_length
         self._batch_size = config.batch_size
+        self._traced: Any = None  # the query path's trace; False when queries stay eager
         # sentence-transformers renamed this method; accept both spellings.
         if hasattr(self._model, "get_embedding_dimension"):
             dimension = self._model.get_embedding_dimension()
@@ -256,7 +257,99 @@ class SentenceTransformerEmbedder:
 
     def embed_query(self, text: str) -> np.ndarray:
         with torch_threads(QUERY_THREADS):
-            return self._encode([self.identity.query_prefix + text])[0]
+            if self._traced is None:
+                self._traced = _trace_query_model(self._model, self._trace_key(), self._encode)
+            if self._traced is False:
+                return self._encode([self.identity.query_prefix + text])[0]
+            return self._encode_traced(self.identity.query_prefix + text)
+
+    @property
+    def query_path(self) -> str:
+        """"traced" or "eager": how `embed_query` runs (None until the first query)."""
+        return {None: "not yet chosen", False: "eager"}.get(self._traced, "traced")  # type: ignore[arg-type]
+
+    def _trace_key(self) -> str:
+        import sentence_transformers
+        import torch
+
+        parts = [self.identity.key(), f"torch {torch.__version__}",
+                 f"sentence-transformers {sentence_transformers.__version__}"]
+        return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:20]
+
+    def _encode_traced(self, text: str) -> np.ndarray:
+        import torch
+
+        features = self._model.tokenize([text])
+        with torch.inference_mode():
+            vector = self._traced(*(features[name] for name in TRACE_INPUTS if name in features))
+        return _unit_rows(vector.numpy())[0]
+
+
+# A query's forward pass is so small that eager PyTorch spends about as long dispatching
+# operators as computing them; a frozen TorchScript trace of the same weights runs the
+# same arithmetic with that overhead removed (benchmarks/results/latency.json,
+# encoder_query, times both). The trace is built once per model, torch and
+# sentence-transformers version, kept under models_home(), and used only after it
+# reproduces the eager model's vectors on probe texts of several lengths; otherwise
+# queries stay eager. Documents always go through the eager batch path.
+TRACE_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
+TRACE_PROBES = ("a", "why did the team roll back the cutover in march",
+                " ".join(["the retry policy of the payments webhook was changed twice"] * 40))
+TRACE_TOLERANCE = 1e-6
+
+
+def _trace_query_model(model: Any, key: str, eager: Callable[[list[str]], np.ndarray]) -> Any:
+    """A verified frozen trace of `model`'s sentence embedding, or False when none can be had.
+
+    A kept trace that fails to load or to reproduce the eager vectors is replaced.
+    """
+    import torch
+
+    class SentenceEmbedding(torch.nn.Module):
+        def __init__(self, names: Sequence[str]) -> None:
+            super().__init__()
+            self.model, self.names = model, list(names)
+
+        def forward(self, *tensors: Any) -> Any:
+            return self.model(dict(zip(self.names, tensors, strict=True)))["sentence_embedding"]
+
+    def reproduces(traced: Any) -> bool:
+        for probe in TRACE_PROBES:
+            features = model.tokenize([probe])
+            with torch.inference_mode():
+                vector = traced(*(features[n] for n in TRACE_INPUTS if n in features))
+            if float(np.abs(_unit_rows(vector.numpy())[0] - eager([probe])[0]).max()) > TRACE_TOLERANCE:
+                return False
+        return True
+
+    path = models_home() / "traced" / f"query-{key}.pt"
+    if path.is_file():
+        try:
+            kept = torch.jit.load(str(path))
+            if reproduces(kept):
+                return kept
+        except (RuntimeError, OSError, ValueError):
+            pass
+        path.unlink(missing_ok=True)  # damaged, or from a build that no longer matches
+    try:
+        example = model.tokenize([TRACE_PROBES[1]])
+        names = [name for name in TRACE_INPUTS if name in example]
+        with torch.inference_mode():
+            traced = torch.jit.freeze(torch.jit.trace(
+                SentenceEmbedding(names).eval(), tuple(example[n] for n in names), strict=False,
+                check_trace=False))
+        if not reproduces(traced):
+            return False
+    except (RuntimeError, TypeError, ValueError):
+        return False  # a model or torch build the tracer cannot handle: eager is still right
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        staging = path.with_suffix(f".{os.getpid()}.tmp")
+        torch.jit.save(traced, str(staging))
+        staging.replace(path)
+    except (RuntimeError, OSError):
+        pass  # not kept (read-only home): traced again by the next process
+    return traced
 
 
 # SHA-256 of upstream model.safetensors (Hugging Face LFS object ids): the packages

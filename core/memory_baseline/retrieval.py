@@ -292,15 +292,18 @@ class Retriever:
             # encodes the query and runs the HNSW query; each stage reports its own
             # time. Inside a caller's transaction (no exported snapshot) the paths
             # run one after the other on that transaction, which sees its own writes.
+            # The identifier lookups depend on the query alone, so they ride along.
             lexical_future = self._lexical_pool().submit(self._overlapped_lexical_stage, query,
                                                          snapshot_id)
             dense_stage = self._dense_stage(query)
-            stages += [lexical_future.result(), dense_stage]
+            lexical_stage, lookups = lexical_future.result()
+            stages += [lexical_stage, dense_stage]
         else:
             if settings.lexical != "none":
                 stages.append(self._lexical_stage(query, self.store))
             if settings.dense:
                 stages.append(self._dense_stage(query))
+            lookups = None
         rankings = [stage.candidates for stage in stages]
 
         if not rankings:
@@ -321,11 +324,10 @@ class Retriever:
         detail = {"method": method, "per_path": {s.name: len(s.candidates) for s in stages},
                   "union_size": len(fused)}
         if settings.identifier_priority:
-            query_identifiers = extract_identifiers(query)
-            named = self._named_candidates(query_identifiers, fused, depth)
+            query_identifiers, named_hits, rare = lookups or self._identifier_lookups(query, self.store)
+            named = self._named_candidates(named_hits, fused, depth)
             fused = [*fused, *named]
             passages = self._passages([c.chunk_id for c in fused])
-            rare = self.store.rare_terms(query_identifiers, 0.0, settings.rare_identifier_max_chunks)
             fused, promoted = identifier_priority(fused, passages, query_identifiers, rare)
             detail["identifier_priority"] = {"identifiers": query_identifiers,
                                              "rare": sorted(rare), "promoted": promoted,
@@ -337,20 +339,29 @@ class Retriever:
         stages.append(self._rerank(query, fused, passages))
         return RetrievalResult(query, tuple(stages), passages, self.representation_id)
 
-    def _named_candidates(
-        self, identifiers: Sequence[str], fused: Sequence[Candidate], limit: int
-    ) -> list[Candidate]:
+    def _identifier_lookups(self, query: str, store: Store) -> tuple[list[str], list[Hit], set[str]]:
+        """The query's identifiers, the chunks of files they name, and which of them are rare.
+
+        Enough named chunks are read to leave `per_path_candidates` after dropping those
+        both paths return (at most two paths' depth), so the lookup needs no ranking.
+        """
+        settings = self.config.retrieval
+        identifiers = extract_identifiers(query)
+        if not identifiers:
+            return identifiers, [], set()
+        named = store.named_chunks(identifiers, 3 * settings.per_path_candidates)
+        return identifiers, named, store.rare_terms(identifiers, 0.0, settings.rare_identifier_max_chunks)
+
+    @staticmethod
+    def _named_candidates(named: Sequence[Hit], fused: Sequence[Candidate], limit: int) -> list[Candidate]:
         """Chunks of the files the query names that neither path returned, appended after them.
 
         A question naming "PEP 8" asks for that file even when its words match other files
         better; without this, a named file outside both paths' depth could never be admitted.
         Ranks continue after the fused list (identifier priority then moves them up).
         """
-        if not identifiers:
-            return []
         present = {c.chunk_id for c in fused}
-        hits = [h for h in self.store.named_chunks(identifiers, limit + len(present))
-                if h.chunk_id not in present][:limit]
+        hits = [h for h in named if h.chunk_id not in present][:limit]
         return [Candidate(h.chunk_id, h.source_id, 0.0, len(fused) + i) for i, h in enumerate(hits, 1)]
 
     def _lexical_stage(self, query: str, store: Store, *, overlapped: bool = False) -> Stage:
@@ -390,10 +401,15 @@ class Retriever:
             detail["explain"] = plan
         return Stage("dense", dense, (time.perf_counter() - t0) * 1000, detail)
 
-    def _overlapped_lexical_stage(self, query: str, snapshot_id: str) -> Stage:
+    def _overlapped_lexical_stage(
+        self, query: str, snapshot_id: str
+    ) -> tuple[Stage, tuple[list[str], list[Hit], set[str]] | None]:
         store = self._lexical_store()
         with store.reading_snapshot(snapshot_id):
-            return self._lexical_stage(query, store, overlapped=True)
+            stage = self._lexical_stage(query, store, overlapped=True)
+            lookups = self._identifier_lookups(query, store) \
+                if self.config.retrieval.identifier_priority else None
+            return stage, lookups
 
     def _lexical_store(self) -> Store:
         """A store on a second connection to the same server, opened on first use."""

@@ -215,10 +215,11 @@ def ingest_ratio(root: Path) -> str:
 def encoder_threads(root: Path) -> str:
     query = _load(root, LATENCY)["encoder_query"]
     two = query["two_threads_first_20"]
-    rows = [{"query encoding": "as the pipeline calls it (`embed_query`)",
+    path = query.get("production_path", "eager")
+    rows = [{"query encoding": f"as the pipeline calls it (`embed_query`, {path})",
              "p50 / p95 ms": _ms(query["production"])},
-            {"query encoding": "the model, one torch thread", "p50 / p95 ms": _ms(query["one_thread"])},
-            {"query encoding": f"the model, two torch threads (first {two['n']} queries)",
+            {"query encoding": "the eager model, one torch thread", "p50 / p95 ms": _ms(query["one_thread"])},
+            {"query encoding": f"the eager model, two torch threads (first {two['n']} queries)",
              "p50 / p95 ms": _ms(two)}]
     return (f"From `{LATENCY}` (`encoder_query`): the pipeline's p50 is "
             f"{query['production_p50_over_one_thread_p50']:.2f} times the one-thread model's.\n\n"

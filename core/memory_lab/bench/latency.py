@@ -128,8 +128,9 @@ def encoder_query_latency(queries: Sequence[str], encoder: Embedder | None = Non
                           warmup: int = 5) -> dict[str, Any]:
     """MiniLM's production `embed_query` against its own one- and two-thread latency, interleaved.
 
-    The one-thread figure sets torch to one thread and calls the model directly; the
-    production path must stay within 2x of it on a busy machine.
+    The one-thread figure sets torch to one thread and calls the eager model directly;
+    the production path (a frozen trace of the same weights when it verifies, see
+    `memory_baseline.embedders`) must stay within 2x of it on a busy machine.
     """
     import torch
 
@@ -155,6 +156,7 @@ def encoder_query_latency(queries: Sequence[str], encoder: Embedder | None = Non
     if model is not None:
         two = [raw(query, 2) for query in queries[:20]]
     out = {"embedder": encoder.identity.to_dict(), "production": latency_summary(production),
+           "production_path": getattr(encoder, "query_path", "eager"),
            "torch_threads_at_rest": torch.get_num_threads()}
     if one:
         out["one_thread"] = latency_summary(one)
