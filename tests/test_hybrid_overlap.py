@@ -27,6 +27,8 @@ def test_overlapped_hybrid_equals_sequential_and_sees_the_next_write(tmp_path, c
             assert sequential.stage("lexical").detail["overlapped_with_dense"] is False
             for name in ("lexical", "dense", "fused"):
                 assert overlapped.stage(name).candidates == sequential.stage(name).candidates
+            # Passage rows the paths brought along are the rows a separate read returns.
+            assert overlapped.passages == retriever._passages(list(overlapped.passages))
 
         assert not retriever.retrieve("zanzibarquux").stage("lexical").candidates
         changed = corpus / "decisions" / "adr-009.md"
@@ -41,3 +43,18 @@ def test_overlapped_hybrid_equals_sequential_and_sees_the_next_write(tmp_path, c
         assert not retriever.retrieve("zanzibarquux").stage("lexical").candidates
     finally:
         retriever.close()
+
+
+def test_dense_hits_with_their_passage_rows_are_the_plain_dense_hits(tmp_path, conn, config, minilm):
+    from memory_baseline.store import Store
+
+    sync(conn, config, str(FIXTURE_HISTORY), remove_missing=True, embedder=minilm)
+    store = Store(conn, config.index)
+    representation = store.representations_in_use().popitem()[0]
+    for query in QUERIES:
+        vector = minilm.embed_query(query)
+        rows: dict[str, dict] = {}
+        plain, _ = store.dense(vector, 30, representation)
+        with_rows, _ = store.dense(vector, 30, representation, passage_rows=rows)
+        assert with_rows == plain
+        assert rows == store.chunk_texts([hit.chunk_id for hit in plain])

@@ -285,6 +285,7 @@ class Retriever:
         settings = self.config.retrieval
         depth = settings.per_path_candidates
         stages: list[Stage] = []
+        known_rows: dict[str, dict] = {}  # passage rows the paths already read
         if settings.lexical != "none" and settings.dense and snapshot_id is not None:
             # The two paths overlap: BM25 (terms, one fetch, numpy) on a second
             # connection in a worker thread, inside the snapshot this search reads
@@ -293,16 +294,18 @@ class Retriever:
             # time. Inside a caller's transaction (no exported snapshot) the paths
             # run one after the other on that transaction, which sees its own writes.
             # The identifier lookups depend on the query alone, so they ride along.
+            # Both paths also bring their hits' passage rows, so fusion reads no text.
             lexical_future = self._lexical_pool().submit(self._overlapped_lexical_stage, query,
                                                          snapshot_id)
-            dense_stage = self._dense_stage(query)
-            lexical_stage, lookups = lexical_future.result()
+            dense_stage = self._dense_stage(query, known_rows)
+            lexical_stage, lookups, lexical_rows = lexical_future.result()
+            known_rows.update(lexical_rows)
             stages += [lexical_stage, dense_stage]
         else:
             if settings.lexical != "none":
                 stages.append(self._lexical_stage(query, self.store))
             if settings.dense:
-                stages.append(self._dense_stage(query))
+                stages.append(self._dense_stage(query, known_rows))
             lookups = None
         rankings = [stage.candidates for stage in stages]
 
@@ -327,13 +330,13 @@ class Retriever:
             query_identifiers, named_hits, rare = lookups or self._identifier_lookups(query, self.store)
             named = self._named_candidates(named_hits, fused, depth)
             fused = [*fused, *named]
-            passages = self._passages([c.chunk_id for c in fused])
+            passages = self._passages([c.chunk_id for c in fused], known_rows)
             fused, promoted = identifier_priority(fused, passages, query_identifiers, rare)
             detail["identifier_priority"] = {"identifiers": query_identifiers,
                                              "rare": sorted(rare), "promoted": promoted,
                                              "named_added": [c.chunk_id for c in named]}
         else:
-            passages = self._passages([c.chunk_id for c in fused])
+            passages = self._passages([c.chunk_id for c in fused], known_rows)
         stages.append(Stage("fused", tuple(fused), (time.perf_counter() - t0) * 1000, detail))
 
         stages.append(self._rerank(query, fused, passages))
@@ -381,7 +384,8 @@ class Retriever:
                      {"ranker": settings.lexical, "terms": terms, "requested": depth,
                       "returned": len(lexical), "overlapped_with_dense": overlapped})
 
-    def _dense_stage(self, query: str) -> Stage:
+    def _dense_stage(self, query: str, rows: dict[str, dict] | None = None) -> Stage:
+        """The dense path; with `rows`, its hits' passage rows are put there."""
         settings = self.config.retrieval
         depth = settings.per_path_candidates
         t0 = time.perf_counter()
@@ -390,7 +394,7 @@ class Retriever:
         hits, plan = self.store.dense(
             vector, depth, self.representation_id, plan=settings.dense_plan,
             ef_search=settings.hnsw_ef_search, iterative_scan=settings.hnsw_iterative_scan,
-            explain=settings.explain,
+            explain=settings.explain, passage_rows=rows,
         )
         dense = _ranked(hits)
         detail = {"plan": settings.dense_plan, "hnsw_present": self.store.has_hnsw(),
@@ -403,13 +407,14 @@ class Retriever:
 
     def _overlapped_lexical_stage(
         self, query: str, snapshot_id: str
-    ) -> tuple[Stage, tuple[list[str], list[Hit], set[str]] | None]:
+    ) -> tuple[Stage, tuple[list[str], list[Hit], set[str]] | None, dict[str, dict]]:
         store = self._lexical_store()
         with store.reading_snapshot(snapshot_id):
             stage = self._lexical_stage(query, store, overlapped=True)
             lookups = self._identifier_lookups(query, store) \
                 if self.config.retrieval.identifier_priority else None
-            return stage, lookups
+            ids = [c.chunk_id for c in stage.candidates]
+            return stage, lookups, store.chunk_texts(ids) if ids else {}
 
     def _lexical_store(self) -> Store:
         """A store on a second connection to the same server, opened on first use."""
@@ -436,8 +441,13 @@ class Retriever:
             self._lexical_conn.close()
             self._lexical_conn = None
 
-    def _passages(self, chunk_ids: Sequence[str]) -> dict[str, PassageText]:
-        rows = self.store.chunk_texts(chunk_ids)
+    def _passages(self, chunk_ids: Sequence[str],
+                  known: dict[str, dict] | None = None) -> dict[str, PassageText]:
+        """The passages of `chunk_ids`; rows in `known` (read in the same snapshot) are not read again."""
+        known = known or {}
+        missing = [cid for cid in chunk_ids if cid not in known]
+        fetched = self.store.chunk_texts(missing) if missing else {}
+        rows = {cid: known.get(cid) or fetched[cid] for cid in chunk_ids if cid in known or cid in fetched}
         return {
             cid: PassageText(
                 chunk_id=cid, source_id=row["source_id"], text=row["text"], section=row["section"],

@@ -80,6 +80,13 @@ class ChunkRow:
     embedding: np.ndarray
 
 
+# What a passage needs besides its score (`chunk_texts`, and dense hits with `passage_rows`).
+_PASSAGE_KEYS = ("chunk_id", "source_id", "ordinal", "char_start", "char_end", "section", "text",
+                 "kind", "artifact_time", "identifiers", "name_terms")
+_PASSAGE_COLUMNS = ("c.chunk_id, c.source_id, c.ordinal, c.char_start, c.char_end, c.section, "
+                    "c.text, s.kind, s.artifact_time, c.identifiers, c.name_terms")
+
+
 @dataclass(frozen=True)
 class Hit:
     chunk_id: str
@@ -565,15 +572,12 @@ class Store:
     def chunk_texts(self, chunk_ids: Sequence[str]) -> dict[str, dict]:
         rows = self.conn.execute(
             self._q(
-                "SELECT c.chunk_id, c.source_id, c.ordinal, c.char_start, c.char_end, c.section, "
-                "c.text, s.kind, s.artifact_time, c.identifiers, c.name_terms FROM {s}.chunks c "
+                f"SELECT {_PASSAGE_COLUMNS} FROM {{s}}.chunks c "
                 "JOIN {s}.sources s USING (source_id) WHERE c.chunk_id = ANY(%s)"
             ),
             (list(chunk_ids),),
         ).fetchall()
-        keys = ("chunk_id", "source_id", "ordinal", "char_start", "char_end", "section", "text",
-                "kind", "artifact_time", "identifiers", "name_terms")
-        return {r[0]: dict(zip(keys, r, strict=True)) for r in rows}
+        return {r[0]: dict(zip(_PASSAGE_KEYS, r, strict=True)) for r in rows}
 
     def source_chunks(self, source_id: str) -> list[dict]:
         rows = self.conn.execute(
@@ -954,8 +958,12 @@ class Store:
         ef_search: int = 100,
         iterative_scan: str = "relaxed_order",
         explain: bool = False,
+        passage_rows: dict[str, dict] | None = None,
     ) -> tuple[list[Hit], list[str] | None]:
         """Cosine nearest neighbours among chunks of one representation.
+
+        With `passage_rows`, each hit's `chunk_texts` row is put there, read by the same
+        statement.
 
         `plan="exact"` disables index scans for this transaction, so the answer is
         the exact top-k; with HNSW, `ef_search` is raised to at least `limit` and
@@ -972,6 +980,18 @@ class Store:
                FROM {s}.chunks WHERE representation_id = %(rep)s
                ORDER BY embedding <=> %(v)s LIMIT %(limit)s"""
         )
+        if passage_rows is not None:
+            # The same statement and order, each hit with its passage row: a search then
+            # needs no second statement for the dense hits' text. (A join would let the
+            # planner reorder rows; per-row lookups of the source keep the index's order.)
+            query = self._q(
+                """SELECT c.chunk_id, c.source_id, c.ordinal, c.char_start, c.char_end, c.section,
+                          c.text, (SELECT s.kind FROM {s}.sources s WHERE s.source_id = c.source_id),
+                          (SELECT s.artifact_time FROM {s}.sources s WHERE s.source_id = c.source_id),
+                          c.identifiers, c.name_terms, 1 - (c.embedding <=> %(v)s) AS score
+                   FROM {s}.chunks c WHERE c.representation_id = %(rep)s
+                   ORDER BY c.embedding <=> %(v)s LIMIT %(limit)s"""
+            )
         params = {"v": np.asarray(vector, dtype=np.float32), "rep": representation_id,
                   "limit": int(limit)}
         plan_lines: list[str] | None = None
@@ -994,7 +1014,10 @@ class Store:
                 plan_lines = [r[0] for r in plan_rows]
             # prepare=False: a cached plan would ignore the SET LOCAL above.
             rows = self.conn.execute(query, params, prepare=False).fetchall()
-        return [Hit(r[0], r[1], float(r[2])) for r in rows], plan_lines
+        if passage_rows is None:
+            return [Hit(r[0], r[1], float(r[2])) for r in rows], plan_lines
+        passage_rows.update((r[0], dict(zip(_PASSAGE_KEYS, r[:-1], strict=True))) for r in rows)
+        return [Hit(r[0], r[1], float(r[-1])) for r in rows], plan_lines
 
     def explain_lexical_bm25(self, terms: Sequence[str]) -> str:
         """`EXPLAIN ANALYZE` of the statement `lexical_bm25` sends (for benchmarks and the book)."""
