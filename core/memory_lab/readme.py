@@ -160,9 +160,9 @@ def _load_average(document: dict[str, Any], key: str = "load_average_before_timi
 LATENCY_STAGES = (
     ("query_terms", "query terms (lexemes + identifiers)"),
     ("lexical_bm25", "lexical BM25, top 30 (posting arrays)"),
-    ("query_encoding", "query encoding (MiniLM, one thread)"),
+    ("query_encoding", "query encoding (MiniLM as `embed_query` runs it, one thread)"),
     ("dense_hnsw", "dense HNSW, top 30"),
-    ("fusion", "fusion (RRF, identifier priority, passage fetch)"),
+    ("fusion", "fusion (RRF, identifier priority; the paths bring their passage rows)"),
     ("retrieve_lexical_stage", "BM25 stage inside the hybrid query (overlapped)"),
     ("retrieve_dense_stage", "dense stage inside the hybrid query (encoding + HNSW)"),
     ("retrieve_total", "whole `Retriever.retrieve`, query encoding included"),
