@@ -22,6 +22,7 @@ import json
 import os
 import shutil
 import tempfile
+import warnings
 import zipfile
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass
@@ -279,7 +280,7 @@ class SentenceTransformerEmbedder:
     def _encode_traced(self, text: str) -> np.ndarray:
         import torch
 
-        features = self._model.tokenize([text])
+        features = _features(self._model, [text])
         with torch.inference_mode():
             vector = self._traced(*(features[name] for name in TRACE_INPUTS if name in features))
         return _unit_rows(vector.numpy())[0]
@@ -291,11 +292,18 @@ class SentenceTransformerEmbedder:
 # encoder_query, times both). The trace is built once per model, torch and
 # sentence-transformers version, kept under models_home(), and used only after it
 # reproduces the eager model's vectors on probe texts of several lengths; otherwise
-# queries stay eager. Documents always go through the eager batch path.
+# queries stay eager. Documents always go through the eager batch path. TorchScript is
+# deprecated upstream (torch.export does not yet give a loadable CPU module this small
+# and fast); when a torch release drops it, the fallback is the eager path.
 TRACE_INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 TRACE_PROBES = ("a", "why did the team roll back the cutover in march",
                 " ".join(["the retry policy of the payments webhook was changed twice"] * 40))
 TRACE_TOLERANCE = 1e-6
+
+
+def _features(model: Any, texts: list[str]) -> dict[str, Any]:
+    """The model's input tensors (sentence-transformers renamed `tokenize` to `preprocess`)."""
+    return (getattr(model, "preprocess", None) or model.tokenize)(texts)
 
 
 def _trace_query_model(model: Any, key: str, eager: Callable[[list[str]], np.ndarray]) -> Any:
@@ -305,6 +313,12 @@ def _trace_query_model(model: Any, key: str, eager: Callable[[list[str]], np.nda
     """
     import torch
 
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # TorchScript's, see TRACE_INPUTS
+        return _trace_or_load(torch, model, key, eager)
+
+
+def _trace_or_load(torch: Any, model: Any, key: str, eager: Callable[[list[str]], np.ndarray]) -> Any:
     class SentenceEmbedding(torch.nn.Module):
         def __init__(self, names: Sequence[str]) -> None:
             super().__init__()
@@ -315,7 +329,7 @@ def _trace_query_model(model: Any, key: str, eager: Callable[[list[str]], np.nda
 
     def reproduces(traced: Any) -> bool:
         for probe in TRACE_PROBES:
-            features = model.tokenize([probe])
+            features = _features(model, [probe])
             with torch.inference_mode():
                 vector = traced(*(features[n] for n in TRACE_INPUTS if n in features))
             if float(np.abs(_unit_rows(vector.numpy())[0] - eager([probe])[0]).max()) > TRACE_TOLERANCE:
@@ -328,11 +342,11 @@ def _trace_query_model(model: Any, key: str, eager: Callable[[list[str]], np.nda
             kept = torch.jit.load(str(path))
             if reproduces(kept):
                 return kept
-        except (RuntimeError, OSError, ValueError):
+        except (RuntimeError, OSError, ValueError, AttributeError):
             pass
         path.unlink(missing_ok=True)  # damaged, or from a build that no longer matches
     try:
-        example = model.tokenize([TRACE_PROBES[1]])
+        example = _features(model, [TRACE_PROBES[1]])
         names = [name for name in TRACE_INPUTS if name in example]
         with torch.inference_mode():
             traced = torch.jit.freeze(torch.jit.trace(
@@ -340,7 +354,7 @@ def _trace_query_model(model: Any, key: str, eager: Callable[[list[str]], np.nda
                 check_trace=False))
         if not reproduces(traced):
             return False
-    except (RuntimeError, TypeError, ValueError):
+    except (RuntimeError, TypeError, ValueError, AttributeError):
         return False  # a model or torch build the tracer cannot handle: eager is still right
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
