@@ -25,7 +25,13 @@ from memory_baseline.reading import (
 )
 from memory_baseline.store import Store
 from memory_instrument import load_tasks
-from memory_lab.reader_study import ceiling_rows, choose_style, outcome_rows, run_reader_study
+from memory_lab.reader_study import (
+    ceiling_rows,
+    choose_style,
+    outcome_rows,
+    pooled_choice,
+    run_reader_study,
+)
 
 ADR7 = Passage("decisions/adr-007.md#0", "decisions/adr-007.md",
                "# ADR-007\nNew services store their events in PostgreSQL.", None, "decision",
@@ -164,6 +170,11 @@ def _check_study(conn, config, corpora, tmp_path):
     assert len(outcome_rows(study.run_dir)) == 12
     choice = choose_style(study.run_dir, condition="oracle-span")
     assert choice["style"] in {"plain", "structured"} and choice["split"] == "dev"
+    # Pooled over corpora (here one), the same rule picks the same style, with its paired test.
+    pooled = pooled_choice([study.run_dir], condition="oracle-span")
+    assert pooled["style"] == choice["style"] and pooled["corpora"] == ["fixture"]
+    (other,) = pooled["chosen_against_others"]
+    assert other["upper"] == choice["style"] and 0 <= other["mcnemar_p"] <= 1
     # A resumed study finds every run complete and adds none.
     again = run_reader_study(conn, config, corpora, ["plain", "structured"], conditions=["oracle-span"],
                              resume=study.run_dir, progress=False)

@@ -167,6 +167,55 @@ def choose_style(study_dir: str | Path, *, corpus: str = "fixture", condition: s
             "candidates": {r["style"]: r["pass_rate"] for r in rows}}
 
 
+def pooled_choice(study_dirs: Sequence[str | Path], *, condition: str = "oracle-source",
+                  split: str = "dev") -> dict[str, Any]:
+    """The default style chosen on the `split` tasks of every corpus of `study_dirs`, pooled.
+
+    Issue 23's rule: never one corpus, never test tasks. Only styles read on every corpus
+    compete; the pooled pass rate decides, then the mean of the per-corpus rates, then
+    fewer seconds an answer. Beside the choice: each style's per-corpus rates and cost,
+    and paired differences (bootstrap interval, McNemar) of the chosen style against
+    every other on the same pooled tasks, so a choice the tasks do not separate says so.
+    """
+    from .intervals import paired_difference
+
+    cases = [(entry, case) for d in study_dirs for entry, case in _cases(d)
+             if entry["condition"] == condition and case.get("split") == split]
+    if not cases:
+        raise ReaderStudyError(f"no {split} cases under {condition} in {', '.join(map(str, study_dirs))}")
+    corpora = sorted({e["corpus"] for e, _ in cases})
+    styles = sorted({e["style"] for e, _ in cases})
+    complete = [s for s in styles
+                if all(any(e["style"] == s and e["corpus"] == c for e, _ in cases) for c in corpora)]
+    rows = []
+    for style in complete:
+        mine = [(e, c) for e, c in cases if e["style"] == style]
+        per_corpus = {}
+        for corpus in corpora:
+            members = [c for e, c in mine if e["corpus"] == corpus]
+            passed = sum(bool(c["score"]["passed"]) for c in members)
+            per_corpus[corpus] = {"cases": len(members), "passed": passed,
+                                  "pass_rate": round(passed / len(members), 3), **_cost(members)}
+        passed = sum(bool(c["score"]["passed"]) for _, c in mine)
+        corpus_mean = statistics.fmean(r["pass_rate"] for r in per_corpus.values())
+        rows.append({"style": style, "cases": len(mine), "passed": passed,
+                     "pass_rate": round(passed / len(mine), 3), "mean_corpus_rate": round(corpus_mean, 3),
+                     **_cost([c for _, c in mine]), "per_corpus": per_corpus})
+    if not rows:
+        raise ReaderStudyError(f"no style was read on every corpus ({', '.join(corpora)})")
+    best = max(rows, key=lambda r: (r["pass_rate"], r["mean_corpus_rate"], -r["seconds_per_answer"]))
+    # Task ids are unique within a corpus only: key the pooled verdicts by both.
+    table: dict[str, dict[str, tuple[str, bool]]] = {}
+    for entry, case in cases:
+        table.setdefault(entry["style"], {})[f"{entry['corpus']}/{case['task_id']}"] = (
+            case["question_type"], bool(case["score"]["passed"]))
+    paired = [paired_difference(table, best["style"], r["style"]).to_dict()
+              for r in rows if r["style"] != best["style"]]
+    return {"condition": condition, "split": split, "corpora": corpora,
+            "studies": [display_path(repo_path(d)) for d in study_dirs],
+            "style": best["style"], "styles": rows, "chosen_against_others": paired}
+
+
 def ceiling_figure(rows: Sequence[Mapping[str, Any]], styles: Sequence[str], plt: Any) -> Any:
     """Heat maps of pass rate, style x question type, one panel per corpus and condition."""
     import numpy as np
