@@ -1,0 +1,179 @@
+"""Issue 20's retrieval-level ladder: every task of every corpus, no LLM reading.
+
+The answer-level ladder costs a minute or more an answer; what retrieval finds costs
+milliseconds. This runs the retrieval rungs (`lexical`, `dense`, `hybrid`, `best`)
+with the extractive reader over the fixture, the PEPs and generated worlds, one
+evaluation run per corpus inside one study directory (resumable: pass it back), and
+summarises recall of the expected sources at the fused candidates and at what the
+reader was admitted, with bootstrap 95% intervals, per corpus, per question type and
+pooled, plus paired differences between rungs on the same tasks. `best` is tuned on
+each task file's dev tasks and reported on its test tasks only.
+
+    python -m memory_lab.retrieval_ladder run [STUDY_DIR]
+    python -m memory_lab.retrieval_ladder summarise STUDY_DIR --out benchmarks/results/retrieval-ladder.json
+
+(`cited` is left out: it measures the reader, and the extractive reader here is not
+the one the answer-level ladder uses.)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .named_recall import bootstrap_mean, read_cases
+from .paths import display_path, repo_path
+from .stats import bootstrap_interval
+
+CONDITIONS = ("lexical", "dense", "hybrid", "best")
+# Adjacent rungs compared on the same tasks.
+COMPARISONS = (("dense", "lexical"), ("hybrid", "lexical"), ("hybrid", "dense"), ("best", "hybrid"))
+STAGES = ("candidates", "admitted")
+WORLD_SEEDS = (21, 22, 23)
+WORLD_DOCS = 400
+
+
+def corpora(worlds_root: str | Path = "benchmarks/worlds") -> dict[str, tuple[Path, Path]]:
+    """name -> (history folder, task file): the fixture, the PEPs and three 400-document worlds."""
+    from .studies.setup import prepare_world
+
+    found = {"fixture": (repo_path("fixtures/history"), repo_path("fixtures/tasks.json")),
+             "peps": (repo_path("../shared/data/peps/corpus"), repo_path("fixtures/peps/tasks.json"))}
+    for seed in WORLD_SEEDS:
+        world = prepare_world(worlds_root, seed=seed, docs=WORLD_DOCS)
+        found[f"world_s{seed}"] = (world.history, world.tasks_path)
+    return found
+
+
+def run(study_dir: str | Path | None = None, *, runs_root: str | Path = "benchmarks/runs",
+        progress: bool = True) -> Path:
+    """Evaluate every corpus under the retrieval rungs; resume `study_dir` when given."""
+    from memory_baseline.config import Config
+    from memory_baseline.server import connect
+
+    from .evaluation import run_evaluation
+    from .studies.setup import StudyRun, start_study
+
+    found = corpora()
+    if study_dir is None:
+        study = start_study(runs_root, "retrieval-ladder",
+                            {"conditions": list(CONDITIONS), "reader": "extractive",
+                             "corpora": {n: {"history": display_path(h), "tasks": display_path(t)}
+                                         for n, (h, t) in found.items()}},
+                            corpora={n: h for n, (h, _) in found.items()})
+    else:
+        run_dir = repo_path(study_dir)
+        manifest = json.loads((run_dir / "manifest.json").read_text(encoding="utf-8"))
+        study = StudyRun("retrieval-ladder", run_dir, manifest)
+    runs: list[dict[str, Any]] = study.manifest.setdefault("runs", [])
+    with connect() as conn:
+        for name, (history, tasks) in found.items():
+            if any(r["corpus"] == name for r in runs):
+                continue
+            slot = study.run_dir / "runs" / name
+            started = sorted(p.parent for p in slot.glob("*/manifest.json"))
+            config = Config(index=f"retrieval_ladder_{name}")
+            run_dir = run_evaluation(conn, config, tasks, history, list(CONDITIONS), runs_root=slot,
+                                     reader_name="extractive", progress=progress,
+                                     resume=started[-1] if started else None)
+            runs.append({"corpus": name, "run_dir": display_path(run_dir), "status": "complete"})
+            study.record("runs", runs)
+    study.finish()
+    return study.run_dir
+
+
+def _recalls(cases: Sequence[Mapping[str, Any]]) -> dict[tuple[str, str, str], float]:
+    """(condition, corpus/task, stage) -> recall, for retrieval cases with expected sources."""
+    out = {}
+    for case in cases:
+        if case.get("context_source") != "retrieval":
+            continue
+        metrics = case["score"].get("stage_metrics", {})
+        for stage in STAGES:
+            if stage in metrics and metrics[stage].get("recall") is not None:
+                out[(case["condition"], case["_task"], stage)] = float(metrics[stage]["recall"])
+    return out
+
+
+def _reported(case: Mapping[str, Any]) -> bool:
+    """`best` is tuned on dev tasks, so only its test tasks are reported."""
+    return case["condition"] != "best" or case.get("split") == "test"
+
+
+def summarise(study_dir: str | Path) -> dict[str, Any]:
+    """Recall at candidates and admitted with intervals: pooled, per corpus, per question type."""
+    study_dir = repo_path(study_dir)
+    manifest = json.loads((study_dir / "manifest.json").read_text(encoding="utf-8"))
+    cases = []
+    for entry in manifest.get("runs", []):
+        for case in read_cases(repo_path(entry["run_dir"])):
+            cases.append({**case, "_corpus": entry["corpus"],
+                          "_task": f"{entry['corpus']}/{case['task_id']}"})
+    cases = [c for c in cases if _reported(c)]
+    groups: dict[tuple[str, str, str], list[Mapping[str, Any]]] = {}
+    for case in cases:
+        for corpus in ("all", case["_corpus"]):
+            for kind in ("all", case["question_type"]):
+                groups.setdefault((corpus, kind, case["condition"]), []).append(case)
+    table = []
+    for (corpus, kind, condition), members in sorted(groups.items()):
+        recalls = _recalls(members)
+        row = {"corpus": corpus, "question_type": kind, "condition": condition,
+               "tasks": len({c["_task"] for c in members})}
+        for stage in STAGES:
+            row[f"recall_at_{stage}"] = bootstrap_mean([v for (_, _, s), v in recalls.items() if s == stage])
+        table.append(row)
+    paired = []
+    recalls = _recalls(cases)
+    for corpus in ["all", *sorted({c["_corpus"] for c in cases})]:
+        for upper, lower in COMPARISONS:
+            for stage in STAGES:
+                tasks = sorted({t for (c, t, s) in recalls if c == upper and s == stage
+                                and (corpus == "all" or t.startswith(corpus + "/"))}
+                               & {t for (c, t, s) in recalls if c == lower and s == stage})
+                if not tasks:
+                    continue
+                diffs = [recalls[(upper, t, stage)] - recalls[(lower, t, stage)] for t in tasks]
+                low, high = bootstrap_interval(diffs)
+                paired.append({"corpus": corpus, "upper": upper, "lower": lower, "stage": stage,
+                               "tasks": len(tasks), "difference": round(float(np.mean(diffs)), 4),
+                               "low": round(low, 4), "high": round(high, 4),
+                               "separated": low > 0 or high < 0})
+    pooled = {c["_task"] for c in cases}
+    return {"study": display_path(study_dir), "manifest": manifest, "tasks": len(pooled),
+            "tasks_per_corpus": {name: len({c["_task"] for c in cases if c["_corpus"] == name})
+                                 for name in sorted({c["_corpus"] for c in cases})},
+            "note": "best is tuned on each task file's dev tasks; its rows hold test tasks only",
+            "table": table, "paired": paired}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    go = sub.add_parser("run", help="evaluate (or resume) the retrieval ladder")
+    go.add_argument("study_dir", nargs="?")
+    report = sub.add_parser("summarise", help="write the results file of a study")
+    report.add_argument("study_dir")
+    report.add_argument("--out", default="benchmarks/results/retrieval-ladder.json")
+    args = parser.parse_args(argv)
+    if args.command == "run":
+        print(run(args.study_dir))
+        return 0
+    try:
+        document = summarise(args.study_dir)
+    except (FileNotFoundError, KeyError, json.JSONDecodeError) as exc:
+        print(f"error: {args.study_dir} is not a complete retrieval-ladder study ({exc})", file=sys.stderr)
+        return 2
+    Path(args.out).write_text(json.dumps(document, indent=1) + "\n", encoding="utf-8")
+    print(f"{document['tasks']} tasks -> {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
