@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from .named_recall import bootstrap_mean, read_cases
-from .paths import display_path, repo_path
+from .experiments import display_path, repo_path
 from .stats import bootstrap_interval
 
 CONDITIONS = ("lexical", "dense", "hybrid", "best")
@@ -58,7 +58,7 @@ def run(study_dir: str | Path | None = None, *, runs_root: str | Path = "benchma
     from memory_baseline.server import connect
 
     from .evaluation import run_evaluation
-    from .studies.setup import StudyRun, start_study
+    from .experiments import StudyRun, start_study
 
     found = corpora()
     if study_dir is None:
