@@ -27,8 +27,8 @@ from typing import Any
 
 import numpy as np
 
-from .named_recall import bootstrap_mean, read_cases
 from .experiments import display_path, repo_path
+from .named_recall import bootstrap_mean, read_cases
 from .stats import bootstrap_interval
 
 CONDITIONS = ("lexical", "dense", "hybrid", "best")
