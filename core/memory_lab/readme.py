@@ -29,6 +29,7 @@ SCIFACT = Path("benchmarks/results/scifact.json")
 READER_CEILING = Path("benchmarks/results/reader-ceiling.json")
 DOWNSTREAM = Path("benchmarks/results/downstream-ladder.json")
 LATENCY = Path("benchmarks/results/latency.json")
+RETRIEVAL_LADDER = Path("benchmarks/results/retrieval-ladder.json")
 SCALE = Path("benchmarks/results/scale.json")
 DOCUMENTS = (Path("README.md"), Path("book/benchmarks.md"))
 PUBLISHED_RUNS = Path("book/published/runs")
@@ -138,6 +139,32 @@ def downstream_ladder(root: Path) -> str:
             f"reader `{document['reader']}` ({document['style']}), grader `{document['grader_version']}`, "
             f"from `{DOWNSTREAM}` (run `{document['run']}`); the control `no-memory` is asked in the "
             "same style and format, without history:\n\n" + _markdown(pd.DataFrame(rows)) + "\n")
+
+
+def _interval(summary: dict[str, Any]) -> str:
+    if summary.get("mean") is None:
+        return "–"
+    return f"{summary['mean']:.3f} [{summary['low']:.3f}, {summary['high']:.3f}]"
+
+
+def retrieval_ladder(root: Path) -> str:
+    document = _load(root, RETRIEVAL_LADDER)
+    order = ("lexical", "dense", "hybrid", "best")
+    overall = sorted((r for r in document["table"] if r["corpus"] == "all" and r["question_type"] == "all"),
+                     key=lambda r: order.index(r["condition"]) if r["condition"] in order else 99)
+    rows = [{"condition": f"`{r['condition']}`", "tasks": r["recall_at_admitted"]["n"],
+             "recall at candidates [95%]": _interval(r["recall_at_candidates"]),
+             "recall at admitted [95%]": _interval(r["recall_at_admitted"])} for r in overall]
+    paired = [{"step": f"`{p['upper']}` − `{p['lower']}`", "tasks": p["tasks"],
+               "admitted recall difference [95%]":
+                   f"{p['difference']:+.3f} [{p['low']:+.3f}, {p['high']:+.3f}]",
+               "separated": "yes" if p["separated"] else "no"}
+              for p in document["paired"] if p["corpus"] == "all" and p["stage"] == "admitted"]
+    corpora = ", ".join(f"{name} {count}" for name, count in document["tasks_per_corpus"].items())
+    return (f"Retrieval level, {document['tasks']} tasks ({corpora}), from `{RETRIEVAL_LADDER}` "
+            f"(study `{document['study']}`); tasks with expected sources count, `best` on test "
+            "tasks only:\n\n" + _markdown(pd.DataFrame(rows)) + "\n\nPaired on the same tasks:\n\n"
+            + _markdown(pd.DataFrame(paired)) + "\n")
 
 
 def _ms(summary: dict[str, Any] | None) -> str:
@@ -290,7 +317,8 @@ def scale_curve(root: Path) -> str:
 
 RENDERERS: dict[str, Callable[[Path], str]] = {
     "scifact": scifact, "reader-ceiling": reader_ceiling, "ladder": published_ladder,
-    "downstream": downstream_ladder, "latency": latency_stages, "scale": scale_summary,
+    "downstream": downstream_ladder, "retrieval-ladder": retrieval_ladder,
+    "latency": latency_stages, "scale": scale_summary,
     "scale-curve": scale_curve, "encoder": encoder_threads,
     "ingest": ingest_ratio,
 }
