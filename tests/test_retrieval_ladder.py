@@ -10,7 +10,8 @@ from memory_lab.retrieval_ladder import summarise
 def _case(task: str, condition: str, split: str, candidates: float, admitted: float, kind: str = "locate"):
     return {"task_id": task, "condition": condition, "split": split, "question_type": kind,
             "context_source": "retrieval",
-            "score": {"stage_metrics": {"candidates": {"recall": candidates}, "admitted": {"recall": admitted}}}}
+            "score": {"stage_metrics": {"candidates": {"recall": candidates},
+                                        "admitted": {"recall": admitted}}}}
 
 
 def _run(tmp_path, name, cases):
@@ -39,6 +40,6 @@ def test_summary_pools_corpora_keeps_best_to_test_tasks_and_pairs_rungs(tmp_path
     assert rows[("all", "all", "lexical")]["recall_at_admitted"]["mean"] == round(1 / 3, 4)
     best = rows[("all", "all", "best")]
     assert best["tasks"] == 2 and best["recall_at_admitted"]["mean"] == 0.5  # a/t1 is dev: left out
-    step = next(p for p in document["paired"]
-                if (p["corpus"], p["upper"], p["lower"], p["stage"]) == ("all", "hybrid", "lexical", "admitted"))
+    key = ("all", "hybrid", "lexical", "admitted")
+    step = next(p for p in document["paired"] if (p["corpus"], p["upper"], p["lower"], p["stage"]) == key)
     assert step["tasks"] == 3 and abs(step["difference"] - 2 / 3) < 1e-4
