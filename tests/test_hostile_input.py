@@ -297,13 +297,13 @@ def test_a_refresh_committing_between_ranking_and_reading_the_text_is_not_seen(
     retriever = Retriever(conn, lexical_only)
     original = Retriever._passages
 
-    def refresh_in_between(self, chunk_ids):
+    def refresh_in_between(self, chunk_ids, known=None):
         # Another writer commits after the ranking statement and before the text is read.
         for n in range(6):
             (root / f"plan-{n}.md").write_text(f"The betaword plan number {n} keeps one writer.\n")
         with connect(database_url) as writer:
             sync(writer, config, root, remove_missing=True, embedder=minilm)
-        return original(self, chunk_ids)
+        return original(self, chunk_ids, known)
 
     monkeypatch.setattr(Retriever, "_passages", refresh_in_between)
     result = retriever.retrieve("alphaword plan")
