@@ -1,0 +1,197 @@
+"""Issue 20's answer-level ladder: the LLM reader on every task of several corpora.
+
+The published book's ladder reads twelve fixture tasks, where one task is eight
+points. This one reads every task of the fixture, the PEPs and two generated
+worlds under `no-memory`, `hybrid`, `best` and `oracle-source` with the default
+reader, then `full-history` on every fixture task (its input is the whole history
+up to the reader's window, so it is the slowest rung and runs last). One
+evaluation run per (corpus, phase) inside one study directory; every case is
+appended as it is read, so an interrupted study resumes where it stopped (pass the
+study directory back). Answers come from the answer cache when the same reader
+has read the same prompt before (the reader studies read `oracle-source` on these
+tasks already).
+
+The summary pools the corpora (task ids are keyed by corpus), gives every rung's
+pass rate with a bootstrap 95% interval, pooled, per corpus and per question type,
+the paired differences of adjacent rungs on the same tasks (`memory_lab.intervals`),
+the reading sentences computed from them, and each rung's cost. `best` is tuned on
+each task file's dev tasks and reported on its test tasks only.
+
+    python -m memory_lab.answer_ladder run [STUDY_DIR]
+    python -m memory_lab.answer_ladder summarise STUDY_DIR --out benchmarks/results/answer-ladder.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from . import intervals
+from .experiments import display_path, repo_path
+from .named_recall import read_cases
+
+READER = "qwen-1.5b"
+CONDITIONS = ("no-memory", "hybrid", "best", "oracle-source")
+FULL_HISTORY = "full-history"
+FULL_HISTORY_CORPORA = ("fixture",)
+WORLD_SEEDS = (7, 11)
+WORLD_DOCS = 60
+ORDER = (*CONDITIONS, FULL_HISTORY)
+COMPARISONS: tuple[tuple[str, str], ...] = (
+    ("hybrid", "no-memory"), ("best", "hybrid"), ("oracle-source", "best"),
+    ("oracle-source", "hybrid"), ("full-history", "hybrid"), ("full-history", "oracle-source"),
+)
+
+
+def corpora(worlds_root: str | Path = "benchmarks/worlds") -> dict[str, tuple[Path, Path]]:
+    """name -> (history folder, task file): the fixture, the PEPs and two 60-document worlds."""
+    from .studies.setup import prepare_world
+
+    found = {"fixture": (repo_path("fixtures/history"), repo_path("fixtures/tasks.json")),
+             "peps": (repo_path("../shared/data/peps/corpus"), repo_path("fixtures/peps/tasks.json"))}
+    for seed in WORLD_SEEDS:
+        world = prepare_world(worlds_root, seed=seed, docs=WORLD_DOCS)
+        found[f"world_s{seed}"] = (world.history, world.tasks_path)
+    return found
+
+
+def phases(names: Sequence[str]) -> list[tuple[str, str, tuple[str, ...]]]:
+    """(slot, corpus, conditions) in reading order: the ladder on every corpus, then full-history."""
+    ladder = [(name, name, CONDITIONS) for name in names]
+    return ladder + [(f"{name}.{FULL_HISTORY}", name, (FULL_HISTORY,))
+                     for name in FULL_HISTORY_CORPORA if name in names]
+
+
+def run(study_dir: str | Path | None = None, *, runs_root: str | Path = "benchmarks/runs",
+        progress: bool = True) -> Path:
+    """Read every phase in turn; resume `study_dir` (and its unfinished run) when given."""
+    from memory_baseline.config import Config
+    from memory_baseline.server import connect
+
+    from .evaluation import run_evaluation
+    from .experiments import StudyRun, start_study
+
+    found = corpora()
+    if study_dir is None:
+        study = start_study(runs_root, "answer-ladder",
+                            {"conditions": list(CONDITIONS), "full_history_on": list(FULL_HISTORY_CORPORA),
+                             "reader": READER,
+                             "corpora": {n: {"history": display_path(h), "tasks": display_path(t)}
+                                         for n, (h, t) in found.items()}},
+                            corpora={n: h for n, (h, _) in found.items()})
+    else:
+        run_dir = repo_path(study_dir)
+        manifest = json.loads((run_dir / "manifest.json").read_text(encoding="utf-8"))
+        study = StudyRun("answer-ladder", run_dir, manifest)
+    runs: list[dict[str, Any]] = study.manifest.setdefault("runs", [])
+    with connect() as conn:
+        for slot_name, corpus, conditions in phases(list(found)):
+            if any(r["slot"] == slot_name for r in runs):
+                continue
+            history, tasks = found[corpus]
+            slot = study.run_dir / "runs" / slot_name
+            started = sorted(p.parent for p in slot.glob("*/manifest.json"))
+            run_dir = run_evaluation(conn, Config(index=f"answer_ladder_{corpus}"), tasks, history,
+                                     list(conditions), runs_root=slot, reader_name=READER,
+                                     progress=progress, resume=started[-1] if started else None)
+            runs.append({"slot": slot_name, "corpus": corpus, "conditions": list(conditions),
+                         "run_dir": display_path(run_dir), "status": "complete"})
+            study.record("runs", runs)
+    study.finish()
+    return study.run_dir
+
+
+def study_cases(study_dir: str | Path, *, include_running: bool = True) -> list[dict[str, Any]]:
+    """Every case of the study with its task keyed `corpus/task` (unfinished runs too, if asked)."""
+    study_dir = repo_path(study_dir)
+    manifest = json.loads((study_dir / "manifest.json").read_text(encoding="utf-8"))
+    entries = [(e["corpus"], repo_path(e["run_dir"])) for e in manifest.get("runs", [])]
+    if include_running:
+        done = {path for _, path in entries}
+        for slot in sorted((study_dir / "runs").glob("*")) if (study_dir / "runs").is_dir() else []:
+            for run_dir in sorted(p.parent for p in slot.glob("*/cases.jsonl")):
+                if run_dir not in done:
+                    entries.append((slot.name.split(".")[0], run_dir))
+    cases = []
+    for corpus, run_dir in entries:
+        for case in read_cases(run_dir):
+            cases.append({**case, "corpus": corpus, "task_id": f"{corpus}/{case['task_id']}"})
+    return cases
+
+
+def _reported(case: Mapping[str, Any]) -> bool:
+    """`best` is tuned on dev tasks, so only its test tasks are reported."""
+    return case["condition"] != "best" or case.get("split") == "test"
+
+
+def _cost(members: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Mean prompt tokens, and model seconds over the answers that called the model."""
+    read = [c for c in members if c.get("answer_calls")]
+    return {"prompt_tokens": round(statistics.fmean(c["tokens"]["prompt"] for c in members), 1),
+            "max_prompt_tokens": max(c["tokens"]["prompt"] for c in members),
+            "seconds_per_answer": round(statistics.fmean(c.get("answer_seconds") or 0.0 for c in read), 1)
+            if read else 0.0,
+            "answers_from_cache": sum(bool(c.get("cache_hit")) for c in members)}
+
+
+def summarise(study_dir: str | Path) -> dict[str, Any]:
+    """Pass rates with intervals (pooled, per corpus, per type), paired steps, reading and cost."""
+    cases = [c for c in study_cases(study_dir) if _reported(c)]
+    if not cases:
+        raise ValueError(f"{study_dir} holds no case yet")
+    order = [c for c in ORDER if any(case["condition"] == c for case in cases)]
+    corpus_names = sorted({c["corpus"] for c in cases})
+    rates = {"all": [r.to_dict() for r in intervals.pass_rates(cases, order)]}
+    for name in corpus_names:
+        rates[name] = [r.to_dict() for r in intervals.pass_rates(
+            [c for c in cases if c["corpus"] == name], order, per_type=False)]
+    differences = intervals.ladder_differences(cases, COMPARISONS)
+    cost = []
+    for condition in order:
+        for corpus in ["all", *corpus_names]:
+            members = [c for c in cases if c["condition"] == condition and corpus in ("all", c["corpus"])]
+            if members:
+                cost.append({"condition": condition, "corpus": corpus, "cases": len(members),
+                             **_cost(members)})
+    study = repo_path(study_dir)
+    manifest = json.loads((study / "manifest.json").read_text(encoding="utf-8"))
+    return {"study": display_path(study), "manifest": manifest,
+            "complete": manifest.get("status") == "complete",
+            "tasks": len({c["task_id"] for c in cases}),
+            "tasks_per_corpus": {n: len({c["task_id"] for c in cases if c["corpus"] == n})
+                                 for n in corpus_names},
+            "note": "best is tuned on each task file's dev tasks; its rows hold test tasks only",
+            "rates": rates, "paired": [d.to_dict() for d in differences],
+            "reading": intervals.reading(differences, intervals.pass_rates(cases, order, per_type=False)),
+            "cost": cost}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    go = sub.add_parser("run", help="read (or resume) the answer-level ladder")
+    go.add_argument("study_dir", nargs="?")
+    report = sub.add_parser("summarise", help="write the results file of a study (finished or not)")
+    report.add_argument("study_dir")
+    report.add_argument("--out", default="benchmarks/results/answer-ladder.json")
+    args = parser.parse_args(argv)
+    if args.command == "run":
+        print(run(args.study_dir))
+        return 0
+    try:
+        document = summarise(args.study_dir)
+    except (FileNotFoundError, KeyError, ValueError, json.JSONDecodeError) as exc:
+        print(f"error: {args.study_dir} is not an answer-ladder study ({exc})", file=sys.stderr)
+        return 2
+    Path(args.out).write_text(json.dumps(document, indent=1) + "\n", encoding="utf-8")
+    print(f"{document['tasks']} tasks -> {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
