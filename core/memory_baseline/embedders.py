@@ -19,6 +19,7 @@ import contextlib
 import hashlib
 import importlib
 import json
+import logging
 import os
 import shutil
 import tempfile
@@ -313,9 +314,31 @@ def _trace_query_model(model: Any, key: str, eager: Callable[[list[str]], np.nda
     """
     import torch
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)  # TorchScript's, see TRACE_INPUTS
+    with _quiet_tracing():
         return _trace_or_load(torch, model, key, eager)
+
+
+@contextlib.contextmanager
+def _quiet_tracing() -> Any:
+    """Silence what tracing prints, so that a notebook's output does not depend on whether
+    this process built the trace or loaded a kept one.
+
+    The tracer warns that data-dependent branches become constants (they do not matter:
+    the trace is checked against the eager model on probes of several lengths), TorchScript
+    warns that it is deprecated, and walking the module's attributes reads properties that
+    sentence-transformers and transformers log as deprecated.
+    """
+    loggers = [logging.getLogger(name) for name in ("sentence_transformers", "transformers")]
+    levels = [logger.level for logger in loggers]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for logger in loggers:
+            logger.setLevel(logging.ERROR)
+        try:
+            yield
+        finally:
+            for logger, level in zip(loggers, levels, strict=True):
+                logger.setLevel(level)
 
 
 def _trace_or_load(torch: Any, model: Any, key: str, eager: Callable[[list[str]], np.ndarray]) -> Any:
