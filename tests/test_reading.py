@@ -28,6 +28,7 @@ from memory_instrument import load_tasks
 from memory_lab.reader_study import (
     ceiling_rows,
     choose_style,
+    held_out_figures,
     outcome_rows,
     pooled_choice,
     run_reader_study,
@@ -175,6 +176,12 @@ def _check_study(conn, config, corpora, tmp_path):
     assert pooled["style"] == choice["style"] and pooled["corpora"] == ["fixture"]
     (other,) = pooled["chosen_against_others"]
     assert other["upper"] == choice["style"] and 0 <= other["mcnemar_p"] <= 1
+    # The chosen style's test figures count only the test tasks (3 of the first 6), per corpus.
+    figures = held_out_figures(study.run_dir, choice["style"], condition="oracle-span")
+    (fixture,) = figures["corpora"]
+    assert fixture["corpus"] == "fixture" and fixture["cases"] == 3 and figures["gap"] == 0
+    assert fixture["low"] <= fixture["pass_rate"] <= fixture["high"]
+    assert sum(t["cases"] for t in fixture["per_question_type"].values()) == 3
     # A resumed study finds every run complete and adds none.
     again = run_reader_study(conn, config, corpora, ["plain", "structured"], conditions=["oracle-span"],
                              resume=study.run_dir, progress=False)

@@ -65,8 +65,12 @@ from .studies.failures import (  # noqa: F401
     recorded_context,
 )
 from .studies.ladder import (  # noqa: F401
+    answer_paired_rows,
+    answer_rate_rows,
     ladder_cost_rows,
     latest_run,
+    retrieval_paired_rows,
+    retrieval_rate_rows,
 )
 from .studies.rerank import (  # noqa: F401
     available_rerankers,

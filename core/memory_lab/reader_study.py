@@ -265,3 +265,74 @@ def export_results(study_dir: str | Path, out_dir: str | Path) -> Path:
     figure.savefig(out / "reader-ceiling.png", dpi=120, bbox_inches="tight")
     plt.close(figure)
     return target
+
+
+def held_out_figures(study_dir: str | Path, style: str, *, condition: str = "oracle-source",
+                 split: str = "test") -> dict[str, Any]:
+    """The chosen style on each corpus's `split` tasks: pass rate with interval, per type, cost.
+
+    Issue 23's check: at least 50% on each corpus, and at most 15 points between the best
+    and the worst corpus (`gap`).
+    """
+    from .intervals import pass_rates
+
+    cases = [(e, c) for e, c in _cases(study_dir)
+             if e["style"] == style and e["condition"] == condition and c.get("split") == split]
+    if not cases:
+        raise ReaderStudyError(f"no {split} cases of {style} under {condition} in {study_dir}")
+    rows = []
+    for corpus in sorted({e["corpus"] for e, _ in cases}):
+        members = [c for e, c in cases if e["corpus"] == corpus]
+        rates = pass_rates([{**c, "condition": corpus} for c in members])
+        overall = next(r for r in rates if r.question_type == "all")
+        rows.append({"corpus": corpus, "cases": overall.cases, "passed": overall.passed,
+                     "pass_rate": round(overall.rate, 3), "low": round(overall.low, 3),
+                     "high": round(overall.high, 3),
+                     "per_question_type": {r.question_type: {"cases": r.cases, "passed": r.passed}
+                                           for r in rates if r.question_type != "all"},
+                     **_cost(members)})
+    rates = [r["pass_rate"] for r in rows]
+    return {"study": display_path(repo_path(study_dir)), "style": style, "condition": condition,
+            "split": split, "corpora": rows, "gap": round(max(rates) - min(rates), 3),
+            "lowest": min(rates)}
+
+
+def choice_document(dev_studies: Sequence[str | Path], test_study: str | Path | None) -> dict[str, Any]:
+    """The results file of issue 23: the pooled dev choice and, once read, its test figures."""
+    studies = [*dev_studies, *([test_study] if test_study is not None else [])]
+    readers = {json.loads((repo_path(s) / "manifest.json").read_text(encoding="utf-8"))
+               ["parameters"]["reader"] for s in studies}
+    if len(readers) != 1:
+        raise ReaderStudyError(f"the studies were read by different readers: {sorted(readers)}")
+    choice = pooled_choice(dev_studies)
+    return {"reader": readers.pop(), "dev": choice,
+            "test": held_out_figures(test_study, choice["style"]) if test_study is not None else None}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m memory_lab.reader_study choice DEV_STUDY... [--test STUDY] [--out FILE]`."""
+    import argparse
+    import sys
+
+    from .study_cli import write_results
+
+    parser = argparse.ArgumentParser(description="write issue 23's results file: the pooled dev "
+                                                 "choice of reading style and its test figures")
+    sub = parser.add_subparsers(dest="command", required=True)
+    choice = sub.add_parser("choice")
+    choice.add_argument("dev_studies", nargs="+")
+    choice.add_argument("--test", dest="test_study")
+    choice.add_argument("--out", default="benchmarks/results/reader-choice.json")
+    args = parser.parse_args(argv)
+    try:
+        document = choice_document(args.dev_studies, args.test_study)
+    except (FileNotFoundError, KeyError, ReaderStudyError, json.JSONDecodeError) as exc:
+        print(f"error: cannot summarise the reader studies ({exc})", file=sys.stderr)
+        return 2
+    write_results(document, args.out)
+    print(f"chose {document['dev']['style']} -> {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -18,7 +18,6 @@ the one the answer-level ladder uses.)
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from collections.abc import Mapping, Sequence
@@ -27,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from . import study_cli
 from .experiments import display_path, repo_path
 from .named_recall import bootstrap_mean, read_cases
 from .stats import bootstrap_interval
@@ -41,14 +41,7 @@ WORLD_DOCS = 400
 
 def corpora(worlds_root: str | Path = "benchmarks/worlds") -> dict[str, tuple[Path, Path]]:
     """name -> (history folder, task file): the fixture, the PEPs and three 400-document worlds."""
-    from .studies.setup import prepare_world
-
-    found = {"fixture": (repo_path("fixtures/history"), repo_path("fixtures/tasks.json")),
-             "peps": (repo_path("../shared/data/peps/corpus"), repo_path("fixtures/peps/tasks.json"))}
-    for seed in WORLD_SEEDS:
-        world = prepare_world(worlds_root, seed=seed, docs=WORLD_DOCS)
-        found[f"world_s{seed}"] = (world.history, world.tasks_path)
-    return found
+    return study_cli.standard_corpora(WORLD_SEEDS, WORLD_DOCS, worlds_root)
 
 
 def run(study_dir: str | Path | None = None, *, runs_root: str | Path = "benchmarks/runs",
@@ -58,19 +51,10 @@ def run(study_dir: str | Path | None = None, *, runs_root: str | Path = "benchma
     from memory_baseline.server import connect
 
     from .evaluation import run_evaluation
-    from .experiments import StudyRun, start_study
 
     found = corpora()
-    if study_dir is None:
-        study = start_study(runs_root, "retrieval-ladder",
-                            {"conditions": list(CONDITIONS), "reader": "extractive",
-                             "corpora": {n: {"history": display_path(h), "tasks": display_path(t)}
-                                         for n, (h, t) in found.items()}},
-                            corpora={n: h for n, (h, _) in found.items()})
-    else:
-        run_dir = repo_path(study_dir)
-        manifest = json.loads((run_dir / "manifest.json").read_text(encoding="utf-8"))
-        study = StudyRun("retrieval-ladder", run_dir, manifest)
+    study = study_cli.open_study(study_dir, runs_root, "retrieval-ladder",
+                                 {"conditions": list(CONDITIONS), "reader": "extractive"}, found)
     runs: list[dict[str, Any]] = study.manifest.setdefault("runs", [])
     with connect() as conn:
         for name, (history, tasks) in found.items():
@@ -154,25 +138,8 @@ def summarise(study_dir: str | Path) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    sub = parser.add_subparsers(dest="command", required=True)
-    go = sub.add_parser("run", help="evaluate (or resume) the retrieval ladder")
-    go.add_argument("study_dir", nargs="?")
-    report = sub.add_parser("summarise", help="write the results file of a study")
-    report.add_argument("study_dir")
-    report.add_argument("--out", default="benchmarks/results/retrieval-ladder.json")
-    args = parser.parse_args(argv)
-    if args.command == "run":
-        print(run(args.study_dir))
-        return 0
-    try:
-        document = summarise(args.study_dir)
-    except (FileNotFoundError, KeyError, json.JSONDecodeError) as exc:
-        print(f"error: {args.study_dir} is not a complete retrieval-ladder study ({exc})", file=sys.stderr)
-        return 2
-    Path(args.out).write_text(json.dumps(document, indent=1) + "\n", encoding="utf-8")
-    print(f"{document['tasks']} tasks -> {args.out}")
-    return 0
+    return study_cli.main(argv, description=__doc__.splitlines()[0], kind="retrieval-level ladder", run=run,
+                          summarise=summarise, default_out="benchmarks/results/retrieval-ladder.json")
 
 
 if __name__ == "__main__":

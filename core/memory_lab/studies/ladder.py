@@ -45,3 +45,60 @@ def latest_run(runs_root: str | Path, kind: str = "evaluation") -> Path | None:
         if manifest.get("kind") == kind and manifest.get("status") == "complete":
             found.append((manifest.get("started", ""), manifest_path.parent))
     return max(found)[1] if found else None
+
+
+# -- chapter 7: the committed ladders over every task ----------------------------------------------
+
+
+def _rate_text(rate: float, low: float, high: float, passed: int | None = None,
+               cases: int | None = None) -> str:
+    counts = f" ({passed}/{cases})" if passed is not None else ""
+    return f"{rate:.2f} [{low:.2f}, {high:.2f}]{counts}"
+
+
+def _difference_text(difference: float, low: float, high: float) -> str:
+    return f"{difference:+.3f} [{low:+.3f}, {high:+.3f}]"
+
+
+def answer_rate_rows(document: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The answer ladder's pass rates with intervals: one row per (scope, condition, question type).
+
+    `scope` is "all" (corpora pooled) or a corpus name; `document` is
+    `memory_lab.answer_ladder.summarise`'s results file.
+    """
+    return [{"scope": scope, "condition": r["condition"], "question_type": r["question_type"],
+             "rate": _rate_text(r["rate"], r["low"], r["high"], r["passed"], r["cases"]),
+             "half_width": round((r["high"] - r["low"]) / 2, 3)}
+            for scope, rows in document["rates"].items() for r in rows]
+
+
+def answer_paired_rows(document: Mapping[str, Any], question_type: str = "all") -> list[dict[str, Any]]:
+    """The answer ladder's paired steps on the same tasks, for one question type."""
+    return [{"step": f"{d['upper']} − {d['lower']}", "tasks": d["tasks"],
+             "only upper": d["only_upper"], "only lower": d["only_lower"],
+             "difference": _difference_text(d["difference"], d["low"], d["high"]),
+             "McNemar p": round(d["mcnemar_p"], 4), "separated": d["separated"]}
+            for d in document["paired"] if d["question_type"] == question_type]
+
+
+def retrieval_rate_rows(document: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The retrieval ladder's recall at candidates and at admitted, pooled and per corpus."""
+    rows = []
+    for r in document["table"]:
+        if r["question_type"] != "all":
+            continue
+        for stage in ("candidates", "admitted"):
+            summary = r[f"recall_at_{stage}"]
+            if summary.get("mean") is not None:
+                rows.append({"scope": r["corpus"], "condition": r["condition"], "stage": stage,
+                             "recall": _rate_text(summary["mean"], summary["low"], summary["high"]),
+                             "tasks": summary["n"]})
+    return rows
+
+
+def retrieval_paired_rows(document: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The retrieval ladder's paired steps, corpora pooled."""
+    return [{"step": f"{p['upper']} − {p['lower']}", "stage": p["stage"], "tasks": p["tasks"],
+             "difference": _difference_text(p["difference"], p["low"], p["high"]),
+             "separated": p["separated"]}
+            for p in document["paired"] if p["corpus"] == "all"]
