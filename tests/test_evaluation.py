@@ -291,3 +291,25 @@ def test_a_run_without_retrieval_never_touches_the_index(conn, config, tmp_path)
     manifest, cases = load_run(run_dir)
     assert manifest["corpus"]["index_sync"] == "not needed: no condition retrieves"
     assert cases and not Store(conn, config.index).exists()
+
+
+def test_a_test_only_condition_reads_the_test_tasks_and_resume_checks_it(conn, config, tmp_path):
+    from memory_instrument import load_tasks
+    from memory_lab.evaluation import EvaluationError, load_run, run_evaluation
+
+    config = config.with_overrides(reader={"name": "extractive"})
+    tasks = _subset_task_file(tmp_path / "tasks.json")
+    run_dir = run_evaluation(conn, config, tasks, FIXTURE_HISTORY, ["no-memory", "oracle-source"],
+                             runs_root=tmp_path / "runs", progress=False, test_only=["oracle-source"])
+    manifest, cases = load_run(run_dir)
+    split = {t.id: t.metadata.get("split") for t in load_tasks(tasks)}
+    oracle = {c["task_id"] for c in cases if c["condition"] == "oracle-source"}
+    assert oracle == {t for t, s in split.items() if s == "test"} and 0 < len(oracle) < len(split)
+    assert {c["task_id"] for c in cases if c["condition"] == "no-memory"} == set(split)
+    assert manifest["test_only"] == ["oracle-source"]
+    with pytest.raises(EvaluationError, match="test-only conditions"):
+        run_evaluation(conn, config, tasks, FIXTURE_HISTORY, ["no-memory", "oracle-source"],
+                       resume=run_dir, progress=False)
+    with pytest.raises(EvaluationError, match="not in the run"):
+        run_evaluation(conn, config, tasks, FIXTURE_HISTORY, ["no-memory"], runs_root=tmp_path / "runs",
+                       progress=False, test_only=["best"])

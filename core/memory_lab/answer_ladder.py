@@ -15,7 +15,7 @@ The summary pools the corpora (task ids are keyed by corpus), gives every rung's
 pass rate with a bootstrap 95% interval, pooled, per corpus and per question type,
 the paired differences of adjacent rungs on the same tasks (`memory_lab.intervals`),
 the reading sentences computed from them, and each rung's cost. `best` is tuned on
-each task file's dev tasks and reported on its test tasks only.
+each task file's dev tasks, and read and reported on its test tasks only.
 
     python -m memory_lab.answer_ladder run [STUDY_DIR]
     python -m memory_lab.answer_ladder summarise STUDY_DIR --out benchmarks/results/answer-ladder.json
@@ -81,7 +81,8 @@ def run(study_dir: str | Path | None = None, *, runs_root: str | Path = "benchma
             started = sorted(p.parent for p in slot.glob("*/manifest.json"))
             run_dir = run_evaluation(conn, Config(index=f"answer_ladder_{corpus}"), tasks, history,
                                      list(conditions), runs_root=slot, reader_name=READER,
-                                     progress=progress, resume=started[-1] if started else None)
+                                     progress=progress, resume=started[-1] if started else None,
+                                     test_only=[c for c in conditions if c == "best"])
             runs.append({"slot": slot_name, "corpus": corpus, "conditions": list(conditions),
                          "run_dir": display_path(run_dir), "status": "complete"})
             study.record("runs", runs)

@@ -508,12 +508,15 @@ def run_evaluation(
     question_type: str | None = None,
     resume: str | Path | None = None,
     progress: bool = True,
+    test_only: Sequence[str] = (),
 ) -> Path:
     """Evaluate `conditions` on the tasks; return the run directory.
 
     `split` and `question_type` select the tasks answered; `best` is still tuned on
     every dev task of the file, so a run over one question type (the downstream
-    ladder) uses the same `best` as a run over them all.
+    ladder) uses the same `best` as a run over them all. A condition named in `test_only`
+    is answered on the selected test tasks only: `best`'s dev-task scores are not held
+    out and are never reported, so reading them would spend hours on nothing.
 
     The corpus is synced into the index first (`refresh.sync`, removing what is gone)
     so the index matches the corpus being scored. `resume` continues an interrupted
@@ -524,6 +527,9 @@ def run_evaluation(
         raise EvaluationError("no conditions given")
     for name in conditions:
         _known(name)
+    if not set(test_only) <= set(conditions):
+        raise EvaluationError(f"test_only names conditions not in the run: "
+                              f"{sorted(set(test_only) - set(conditions))}")
     if len(set(conditions)) != len(conditions):
         raise EvaluationError("a condition is named twice")
     tasks_path, corpus_dir = Path(tasks_path).resolve(), Path(corpus_dir).resolve()
@@ -585,6 +591,7 @@ def run_evaluation(
         "task_ids": [t.id for t in selected],
         "reader": reader.identity,
         "conditions": condition_docs,
+        "test_only": sorted(test_only),
     }
 
     if previous is not None:
@@ -613,6 +620,7 @@ def run_evaluation(
                        "reader": reader.identity, "reranker": reranker_identity},
             "conditions": condition_docs,
             "condition_order": list(conditions),
+            "test_only": sorted(test_only),
             "best": best.to_dict() if best else None,
             "grader_version": GRADER_VERSION,
             "no_memory_control": MATCHED_CONTROL,
@@ -625,9 +633,10 @@ def run_evaluation(
 
     cases_path = run_dir / "cases.jsonl"
     done = {(c["task_id"], c["condition"]) for c in _read_cases(cases_path)}
-    todo = [(task, built[name]) for task in selected for name in conditions
-            if (task.id, name) not in done]
-    bar = tqdm(total=len(selected) * len(conditions), initial=len(selected) * len(conditions) - len(todo),
+    planned = [(task, built[name]) for task in selected for name in conditions
+               if name not in test_only or task.metadata.get("split") == "test"]
+    todo = [(task, condition) for task, condition in planned if (task.id, condition.name) not in done]
+    bar = tqdm(total=len(planned), initial=len(planned) - len(todo),
                desc="evaluate", unit="case", disable=not progress)
     with cases_path.open("a", encoding="utf-8") as handle:
         for task, condition in todo:
@@ -661,6 +670,7 @@ def _check_resume(previous: dict[str, Any], fingerprint: dict[str, Any]) -> None
         ("selected tasks", previous["tasks"]["task_ids"], fingerprint["task_ids"]),
         ("reader", previous["models"]["reader"], fingerprint["reader"]),
         ("conditions", sorted(previous["conditions"]), sorted(fingerprint["conditions"])),
+        ("test-only conditions", previous.get("test_only", []), fingerprint["test_only"]),
     ]
     for what, before, current in checks:
         if before != current:
