@@ -112,6 +112,10 @@ def _cost(members: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "calls_per_answer": round(statistics.fmean(c.get("answer_calls", 0) for c in members), 2),
         "seconds_per_answer": round(statistics.fmean(c.get("answer_seconds", 0.0) for c in read), 2)
         if read else 0.0,
+        # The median as well: a study that shared the machine with another job for part of its run has
+        # a few answers many times slower than the rest, and the mean then measures the neighbour.
+        "median_seconds_per_answer": round(statistics.median(c.get("answer_seconds", 0.0) for c in read), 2)
+        if read else 0.0,
     }
 
 
