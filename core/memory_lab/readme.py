@@ -31,6 +31,7 @@ READER_CHOICE = Path("benchmarks/results/reader-choice.json")
 DOWNSTREAM = Path("benchmarks/results/downstream-ladder.json")
 LATENCY = Path("benchmarks/results/latency.json")
 RETRIEVAL_LADDER = Path("benchmarks/results/retrieval-ladder.json")
+ANSWER_LADDER = Path("benchmarks/results/answer-ladder.json")
 SCALE = Path("benchmarks/results/scale.json")
 DOCUMENTS = (Path("README.md"), Path("book/benchmarks.md"))
 PUBLISHED_RUNS = Path("book/published/runs")
@@ -208,6 +209,33 @@ def retrieval_ladder(root: Path) -> str:
             + _markdown(pd.DataFrame(paired)) + "\n")
 
 
+def answer_ladder(root: Path) -> str:
+    """Pass rates with intervals, pooled and per corpus, and the paired steps, of the answer ladder."""
+    document = _load(root, ANSWER_LADDER)
+    order = ("no-memory", "hybrid", "best", "oracle-source", "full-history")
+    corpora = [name for name in document["rates"] if name != "all"]
+    cells = {(scope, r["condition"]): r for scope, rows in document["rates"].items()
+             for r in rows if r["question_type"] == "all"}
+    rows = []
+    for condition in (c for c in order if ("all", c) in cells):
+        pooled = cells[("all", condition)]
+        rows.append({"condition": f"`{condition}`", "tasks": pooled["cases"],
+                     "pass rate [95%]": f"{pooled['rate']:.2f} [{pooled['low']:.2f}, {pooled['high']:.2f}]",
+                     **{name: (f"{cells[(name, condition)]['passed']}/{cells[(name, condition)]['cases']}"
+                               if (name, condition) in cells else "–") for name in corpora}})
+    paired = [{"step": f"`{p['upper']}` − `{p['lower']}`", "tasks": p["tasks"],
+               "difference [95%]": f"{p['difference']:+.2f} [{p['low']:+.2f}, {p['high']:+.2f}]",
+               "McNemar p": f"{p['mcnemar_p']:.3g}", "separated": "yes" if p["separated"] else "no"}
+              for p in document["paired"] if p["question_type"] == "all"]
+    counts = ", ".join(f"{name} {count}" for name, count in document["tasks_per_corpus"].items())
+    status = ("complete" if document["complete"] else
+              "unfinished: the rows hold the cases read so far, and the study resumes from them")
+    return (f"Answer level, {document['tasks']} tasks ({counts}), from `{ANSWER_LADDER}` (study "
+            f"`{document['study']}`, {status}); `best` on test tasks only:\n\n"
+            + _markdown(pd.DataFrame(rows)) + "\n\nPaired on the same tasks:\n\n"
+            + _markdown(pd.DataFrame(paired)) + "\n")
+
+
 def _ms(summary: dict[str, Any] | None) -> str:
     if not summary or summary.get("p50_ms") is None:
         return "–"
@@ -359,7 +387,7 @@ def scale_curve(root: Path) -> str:
 RENDERERS: dict[str, Callable[[Path], str]] = {
     "scifact": scifact, "reader-ceiling": reader_ceiling, "reader-choice": reader_choice,
     "ladder": published_ladder,
-    "downstream": downstream_ladder, "retrieval-ladder": retrieval_ladder,
+    "downstream": downstream_ladder, "retrieval-ladder": retrieval_ladder, "answer-ladder": answer_ladder,
     "latency": latency_stages, "scale": scale_summary,
     "scale-curve": scale_curve, "encoder": encoder_threads,
     "ingest": ingest_ratio,
