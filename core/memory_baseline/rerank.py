@@ -11,6 +11,8 @@ default. Providers:
   (`LocalLLM.yes_no_logprob`). Each passage is cut to the longest prefix of at
   most `RerankConfig.max_passage_tokens` tokens of that model's own tokenizer.
   The runtime serves one sequence at a time, so passages are scored in turn.
+  Each judgement is kept in the answer cache under the reranker's identity and
+  the exact prompt, so a rerun of the same chapter or study scores nothing twice.
 - ``cross-encoder``: a sentence-transformers `CrossEncoder` from
   `RerankConfig.cross_encoder_model`, a local folder or a model already in the
   Hugging Face cache. Nothing is ever downloaded; missing weights are a
@@ -46,11 +48,14 @@ where they can be.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
+from .answer_cache import AnswerCache, cache_key
 from .config import RerankConfig
+from .models import YES_NO_TOP_LOGPROBS
 
 LLM_RERANK_PROMPT_VERSION = "yes-no-1"
 LLM_RERANK_SYSTEM = "You judge whether a passage helps answer a question. Answer yes or no."
@@ -111,8 +116,11 @@ class LLMRelevanceReranker:
     """
 
     N_CTX = 8192  # the readers' default window, so a reader and reranker share one load
+    # How a score is decoded (`LocalLLM.yes_no_logprob`), part of every cached score's key.
+    SCORE_SETTINGS = {"kind": "yes-no-logprob", "max_tokens": 1, "temperature": 0.0, "seed": 0,
+                      "top_logprobs": YES_NO_TOP_LOGPROBS}
 
-    def __init__(self, config: RerankConfig, model: str) -> None:
+    def __init__(self, config: RerankConfig, model: str, *, cache: AnswerCache | None = None) -> None:
         from .models import assemble_gguf, get_spec, model_identity
 
         if config.max_passage_tokens < 1:
@@ -127,6 +135,7 @@ class LLMRelevanceReranker:
             "truncation": {"max_passage_tokens": config.max_passage_tokens,
                            "tokenizer": f"{model} GGUF tokenizer", "rule": "longest prefix"},
         }
+        self._cache = cache
 
     @property
     def llm(self):
@@ -136,11 +145,25 @@ class LLMRelevanceReranker:
 
     def score(self, query: str, passages: Sequence[str]) -> list[float]:
         llm = self.llm
-        scores = []
-        for passage in passages:
-            shown = truncate_to_tokens(passage, self.max_passage_tokens, llm.count_tokens)
-            scores.append(llm.yes_no_logprob(relevance_messages(query, shown)))
-        return scores
+        return [self._score(llm, relevance_messages(
+            query, truncate_to_tokens(passage, self.max_passage_tokens, llm.count_tokens)))
+            for passage in passages]
+
+    def _score(self, llm, messages: list[dict[str, str]]) -> float:
+        """One judgement, through the answer cache: a score costs seconds of a 2-core CPU and
+        is deterministic, so it is stored like an answer (same folders, layers and usage log,
+        so a published book exports the scores it used beside its answers)."""
+        if self._cache is None:
+            self._cache = AnswerCache()
+        prompt = json.dumps(messages, ensure_ascii=False, sort_keys=True)
+        key = cache_key(self.identity, prompt, self.SCORE_SETTINGS)
+        record = self._cache.get(key, prompt)
+        if record is not None:
+            return float(record["score"])
+        value = llm.yes_no_logprob(messages)
+        self._cache.put(key, prompt, {"reranker": self.identity, "settings": self.SCORE_SETTINGS,
+                                      "score": value})
+        return value
 
 
 def _local_cross_encoder(name_or_path: str) -> str:
