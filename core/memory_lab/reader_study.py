@@ -316,9 +316,8 @@ def choice_document(dev_studies: Sequence[str | Path], test_study: str | Path | 
 def main(argv: list[str] | None = None) -> int:
     """`python -m memory_lab.reader_study choice DEV_STUDY... [--test STUDY] [--out FILE]`."""
     import argparse
-    import sys
 
-    from .study_cli import write_results
+    from .study_cli import summarise_to
 
     parser = argparse.ArgumentParser(description="write issue 23's results file: the pooled dev "
                                                  "choice of reading style and its test figures")
@@ -328,14 +327,9 @@ def main(argv: list[str] | None = None) -> int:
     choice.add_argument("--test", dest="test_study")
     choice.add_argument("--out", default="benchmarks/results/reader-choice.json")
     args = parser.parse_args(argv)
-    try:
-        document = choice_document(args.dev_studies, args.test_study)
-    except (FileNotFoundError, KeyError, ReaderStudyError, json.JSONDecodeError) as exc:
-        print(f"error: cannot summarise the reader studies ({exc})", file=sys.stderr)
-        return 2
-    write_results(document, args.out)
-    print(f"chose {document['dev']['style']} -> {args.out}")
-    return 0
+    return summarise_to(lambda: choice_document(args.dev_studies, args.test_study), args.out,
+                        failure="cannot summarise the reader studies",
+                        done=lambda document: f"chose {document['dev']['style']} -> {args.out}")
 
 
 if __name__ == "__main__":

@@ -22,6 +22,20 @@ def write_results(document: Mapping[str, Any], out: str | Path) -> Path:
     return target
 
 
+def summarise_to(make: Callable[[], dict[str, Any]], out: str | Path, *, failure: str,
+                 done: Callable[[dict[str, Any]], str]) -> int:
+    """Write the results document `make()` builds to `out`, or one line on stderr (exit 2) when
+    its inputs are missing or are not what they claim; `done` says what was written."""
+    try:
+        document = make()
+    except (FileNotFoundError, KeyError, ValueError, json.JSONDecodeError) as exc:
+        print(f"error: {failure} ({exc})", file=sys.stderr)
+        return 2
+    write_results(document, out)
+    print(done(document))
+    return 0
+
+
 def main(argv: list[str] | None, *, description: str, kind: str,
          run: Callable[[str | None], Path], summarise: Callable[[str], dict[str, Any]],
          default_out: str) -> int:
@@ -37,14 +51,9 @@ def main(argv: list[str] | None, *, description: str, kind: str,
     if args.command == "run":
         print(run(args.study_dir))
         return 0
-    try:
-        document = summarise(args.study_dir)
-    except (FileNotFoundError, KeyError, ValueError, json.JSONDecodeError) as exc:
-        print(f"error: {args.study_dir} is not a {kind} study ({exc})", file=sys.stderr)
-        return 2
-    write_results(document, args.out)
-    print(f"{document['tasks']} tasks -> {args.out}")
-    return 0
+    return summarise_to(lambda: summarise(args.study_dir), args.out,
+                        failure=f"cannot summarise {args.study_dir} as the {kind}",
+                        done=lambda document: f"{document['tasks']} tasks -> {args.out}")
 
 
 def standard_corpora(world_seeds: Sequence[int], world_docs: int,
