@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from memory_lab.answer_ladder import phases, summarise
+from memory_lab.answer_ladder import COLD_CHECK_TASKS, phases, summarise
 
 
 def _case(task, condition, split, passed, kind="locate", prompt=100, seconds=2.0, cached=False):
@@ -20,10 +20,37 @@ def _run(path, cases):
     return path
 
 
-def test_phases_read_the_ladder_everywhere_before_full_history():
+def test_phases_read_the_ladder_everywhere_before_full_history_then_its_cold_check():
     order = phases(["fixture", "peps"])
-    assert [slot for slot, _, _ in order] == ["fixture", "peps", "fixture.full-history"]
-    assert order[-1][2] == ("full-history",)
+    assert [slot for slot, *_ in order] == ["fixture", "peps", "fixture.full-history",
+                                             "fixture.full-history-cold"]
+    assert order[2][2:] == (("full-history",), None)
+    assert order[-1][2:] == (("full-history-cold",), COLD_CHECK_TASKS)
+
+
+def test_the_cold_check_pairs_warm_and_cold_reads_and_stays_out_of_the_ladder(tmp_path):
+    def read(task, condition, passed, answer, seconds, cached_tokens):
+        return {**_case(task, condition, "dev", passed, seconds=seconds), "answer": answer,
+                "reader_trace": {"cached_prompt_tokens": cached_tokens} if cached_tokens else {}}
+
+    study = tmp_path / "study"
+    _run(study / "runs" / "fixture.full-history" / "r1", [
+        read("t1", "full-history", True, "A", 300.0, 0), read("t2", "full-history", True, "B", 20.0, 7000),
+        read("t3", "full-history", False, "C", 22.0, 7000)])
+    _run(study / "runs" / "fixture.full-history-cold" / "r1", [
+        read("t1", "full-history-cold", True, "A", 290.0, 0),
+        read("t2", "full-history-cold", False, "B'", 280.0, 0)])
+    (study / "manifest.json").write_text(json.dumps({"status": "running", "runs": []}), encoding="utf-8")
+
+    document = summarise(study)
+    check = document["prefix_cache"]
+    assert (check["tasks"], check["same_answer_text"], check["same_verdict"]) == (2, 1, 1)
+    assert check["full-history"]["passed"] == 2 and check["full-history-cold"]["passed"] == 1
+    assert check["full-history"]["median_seconds_per_answer"] == 160.0
+    assert check["full-history"]["mean_cached_prompt_tokens"] == 3500.0
+    assert [t["cached_prompt_tokens"] for t in check["per_task"]] == [0, 7000]
+    rungs = {r["condition"] for r in document["rates"]["all"]}
+    assert rungs == {"full-history"}  # the cold reads are a check, not a rung
 
 
 def test_summary_keys_tasks_by_corpus_reports_best_on_test_and_reads_a_running_run(tmp_path):

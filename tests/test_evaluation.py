@@ -192,6 +192,12 @@ def test_new_run_gets_a_new_folder_and_resume_skips_done_cases(harness, tmp_path
     kept = len(lines) - 3
     (interrupted / "cases.jsonl").write_text("".join(lines[:kept]) + lines[kept][:40],
                                              encoding="utf-8")
+    # A run started before a setting existed resumes: the missing setting is its default.
+    older = json.loads((interrupted / "manifest.json").read_text(encoding="utf-8"))
+    for document in older["conditions"].values():
+        if not document["config"]["reader"]["prefix_cache"]:  # full-history's is not the default
+            del document["config"]["reader"]["prefix_cache"]
+    (interrupted / "manifest.json").write_text(json.dumps(older), encoding="utf-8")
     resumed = run_evaluation(conn, config, tasks, FIXTURE_HISTORY, CONDITIONS,
                              resume=interrupted, progress=False)
     assert resumed == interrupted
@@ -227,6 +233,11 @@ def test_conditions_refuse_what_they_cannot_be(tmp_path, config):
         condition_config("best", config)
     with pytest.raises(ConditionError, match="unknown condition"):
         condition_config("oracle", config)
+    # full-history reads its shared sources once; its cold twin differs in nothing else.
+    warm, cold = condition_config("full-history", config), condition_config("full-history-cold", config)
+    assert warm.reader.prefix_cache and not cold.reader.prefix_cache
+    assert warm.with_overrides(reader={"prefix_cache": False}) == cold
+    assert not condition_config("oracle-source", config).reader.prefix_cache
     assert {spec(n).context_source for n in ALL} == {"retrieval", "none", "oracle-span",
                                                "oracle-source", "full-history"}
 

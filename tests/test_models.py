@@ -163,6 +163,25 @@ def test_temperature_zero_is_deterministic(smollm2: LocalLLM) -> None:
     assert first.text == second.text and first.text
 
 
+def test_prefix_reuse_only_when_asked_and_across_an_unrelated_prompt(smollm2: LocalLLM) -> None:
+    """A cold call never reads the prompt cache; a warm one reuses the shared sources of an
+    earlier prompt even when another prompt ran in between (the runtime's host prompt cache)."""
+    sources = " ".join(f"Record {i}: service {i} uses store {i % 5}." for i in range(40))
+
+    def ask(question: str, reuse: bool):
+        messages = [{"role": "system", "content": "Answer briefly."},
+                    {"role": "user", "content": f"{sources}\n\nQuestion: {question}"}]
+        return smollm2.chat(messages, max_tokens=4, reuse_prefix=reuse)
+
+    first = ask("Which store does service 3 use?", reuse=True)
+    smollm2.chat(CHAT, max_tokens=4, reuse_prefix=True)  # an unrelated prompt in between
+    warm = ask("Which store does service 8 use?", reuse=True)
+    cold = ask("Which store does service 8 use?", reuse=False)
+    assert first.prompt_tokens > 300
+    assert warm.cached_prompt_tokens > 300 and warm.prompt_tokens == cold.prompt_tokens
+    assert cold.cached_prompt_tokens == 0
+
+
 @pytest.mark.slow
 def test_constrained_output(smollm2: LocalLLM) -> None:
     schema = {"type": "object", "properties": {"db": {"type": "string"}}, "required": ["db"]}

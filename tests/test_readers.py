@@ -58,6 +58,22 @@ def test_prompt_count_is_the_runtime_count(answer_cache):
 
 
 @pytest.mark.slow
+def test_a_prefix_cached_reader_is_another_identity_and_says_what_it_reused(answer_cache):
+    cold_config = ReaderConfig(name="smollm2", max_answer_tokens=8, style="plain")
+    warm_config = ReaderConfig(name="smollm2", max_answer_tokens=8, style="plain", prefix_cache=True)
+    cold, warm = get_reader(cold_config, cache=answer_cache), get_reader(warm_config, cache=answer_cache)
+    assert warm.identity == {**cold.identity, "prefix_cache": True}
+    history = [ADR, LUNCH]
+    warm.answer("Which store do new services use?", history, None)
+    second = warm.answer("Where did the team lunch move?", history, None)
+    assert not second.cached and second.extra["cached_prompt_tokens"] > 50
+    # The same prompt read cold is a different cache key: a warm answer never stands in for it.
+    again = cold.answer("Where did the team lunch move?", history, None)
+    assert not again.cached and "cached_prompt_tokens" not in again.extra
+    assert again.extra["cache"]["key"] != second.extra["cache"]["key"]
+
+
+@pytest.mark.slow
 def test_qwen_answer_cites_only_admitted_ids_and_is_cached(answer_cache):
     config = ReaderConfig(name="qwen-0.5b", max_answer_tokens=64, style="plain")  # free-text enforcement
     reader = get_reader(config, cache=answer_cache)

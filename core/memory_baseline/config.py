@@ -119,6 +119,11 @@ class ReaderConfig:
     ollama_model: str = "llama3.1:8b"
     cache: bool = True  # answer cache under <memory home>/answer-cache
     threads: int = 0  # CPU threads of a local model; 0 = all cores (set 1 on a busy machine)
+    # Reuse the runtime's cached key/value state of the longest prompt prefix already processed
+    # (llama.cpp prompt cache). Cuts prefill where consecutive prompts share their sources
+    # (full-history), but llama.cpp's logits then differ from a cold read in the last bits, so
+    # an answer can differ: it is part of the reader's identity, and full-history turns it on.
+    prefix_cache: bool = False
     # plain | dated | structured | two-step (memory_baseline.reading). `structured` won on the
     # fixture's dev tasks with oracle context (chapter 9, benchmarks/results/reader-ceiling.json).
     style: str = "structured"

@@ -307,6 +307,13 @@ class Completion:
     prompt_seconds: float  # runtime's own timing of prompt processing
     generation_seconds: float  # runtime's own timing of token generation
     finish_reason: str  # "stop" (end of turn or a stop string) or "length" (max_tokens)
+    cached_prompt_tokens: int = 0  # of prompt_tokens, state reused from the prompt cache
+
+
+# Memory for earlier prompts' key/value state (llama.cpp's host prompt cache). One full 8k
+# window of qwen-1.5b is about 230 MB, so this holds the shared sources of several
+# full-history prompts beside the retrieved ones read in between.
+PROMPT_CACHE_MIB = 2048
 
 
 class LocalLLM:
@@ -318,9 +325,13 @@ class LocalLLM:
     chosen by the OS, guarded by a random per-process API key; only
     `tokenize` and `render_chat` use it.
 
-    Reproducibility choices: one slot, no context shifting, no prompt cache
-    (reusing a cached prefix changes batch shapes, which can change logits in
-    the last bits), and the raw generated text (no reasoning/tool parsing).
+    Reproducibility choices: one slot, no context shifting, and the raw
+    generated text (no reasoning/tool parsing). A call reuses cached prompt
+    state only when it asks (`reuse_prefix`): reusing a prefix changes the
+    batch shapes of the rest of the prompt, which changes logits in the last
+    bits and can change a greedy answer, so a cold call never reads the cache.
+    The runtime keeps up to PROMPT_CACHE_MIB of earlier prompts' state in
+    memory, so prompts that share a prefix need not be consecutive.
     Prefer `get_llm`, which loads each model once per process.
     """
 
@@ -344,9 +355,9 @@ class LocalLLM:
         params.cpuparams_batch.n_threads = self.n_threads
         params.fit_params = False  # never shrink n_ctx behind the caller's back
         params.ctx_shift = False  # overflow is an error, not a silent truncation
-        params.cache_prompt = False
-        params.cache_idle_slots = False
-        params.cache_ram_mib = 0
+        params.cache_prompt = True  # the default only: every request below says whether it reuses
+        params.cache_idle_slots = True
+        params.cache_ram_mib = PROMPT_CACHE_MIB
         params.reasoning_format = xllamacpp.common_reasoning_format.COMMON_REASONING_FORMAT_NONE
         params.hostnames = ["127.0.0.1"]
         params.port = 0
@@ -446,10 +457,13 @@ class LocalLLM:
         grammar: str | None = None,
         json_schema: dict[str, Any] | None = None,
         stop: list[str] | None = None,
+        reuse_prefix: bool = False,
     ) -> Completion:
         """Complete a chat. Temperature 0 is greedy, hence repeatable for the same input.
 
         `grammar` (GBNF/Lark) or `json_schema` constrain the output; not both.
+        `reuse_prefix` starts from the cached state of the longest prefix this
+        runtime has processed (see the class docstring for what that costs).
         """
         if max_tokens < 1:
             raise ModelError(f"max_tokens must be at least 1, got {max_tokens}")
@@ -460,7 +474,7 @@ class LocalLLM:
             "max_tokens": max_tokens,
             "temperature": temperature,
             "seed": seed,
-            "cache_prompt": False,
+            "cache_prompt": reuse_prefix,
         }
         if grammar is not None:
             request["grammar"] = grammar
@@ -482,6 +496,7 @@ class LocalLLM:
             prompt_seconds=float(timings.get("prompt_ms", 0.0)) / 1000.0,
             generation_seconds=float(timings.get("predicted_ms", 0.0)) / 1000.0,
             finish_reason=str(choice.get("finish_reason")),
+            cached_prompt_tokens=int(timings.get("cache_n", 0) or 0),
         )
 
     def yes_no_logprob(self, prompt_messages: list[dict[str, Any]]) -> float:

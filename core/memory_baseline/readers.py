@@ -228,6 +228,8 @@ def _answer_from(
     text = checked.text.strip()
     extra: dict[str, Any] = {"raw_text": generation.raw_text, "finish_reason": generation.finish_reason,
                              "cache": cache_info, **rendered.extra}
+    if generation.cached_prompt_tokens:  # of prompt_tokens, read from the prefix cache when generated
+        extra["cached_prompt_tokens"] = generation.cached_prompt_tokens
     if checked.unknown:
         extra["removed_citations"] = list(checked.unknown)
     if checked.resolved:
@@ -320,6 +322,8 @@ class LocalLLMReader:
         self.style = _check_style(config.style, model)
         if self.style != "plain":  # the plain identity stays as it was, so its cached answers still hit
             self.identity |= {"style": self.style, "style_template": reading.template_sha256(self.style)}
+        if config.prefix_cache:  # a warm read may differ from a cold one (models.LocalLLM)
+            self.identity |= {"prefix_cache": True}
         self._cache = _answer_cache(config, cache)
 
     @property
@@ -366,9 +370,11 @@ class LocalLLMReader:
                                       f"context window of {self.config.context_window} tokens")
                 max_tokens = min(max_tokens, left)
             grammar = reading.reply_grammar(schema, query) if schema is not None else None
-            done = self.llm.chat(call_messages, **{**settings, "max_tokens": max_tokens}, grammar=grammar)
+            done = self.llm.chat(call_messages, **{**settings, "max_tokens": max_tokens}, grammar=grammar,
+                                 reuse_prefix=self.config.prefix_cache)
             return reading.Completion(done.text, done.prompt_tokens, done.completion_tokens, done.seconds,
-                                      done.prompt_seconds, done.generation_seconds, done.finish_reason)
+                                      done.prompt_seconds, done.generation_seconds, done.finish_reason,
+                                      done.cached_prompt_tokens)
 
         return _cached_or_generated(
             self._cache, self.identity, prompt, settings, passages,

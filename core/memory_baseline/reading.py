@@ -449,6 +449,7 @@ class Completion:
     prompt_seconds: float
     generation_seconds: float
     finish_reason: str
+    cached_prompt_tokens: int = 0  # prompt tokens whose state the runtime reused (prefix cache)
 
 
 # complete(messages, json_schema or None) -> Completion; the reader supplies settings.
@@ -467,6 +468,7 @@ class StyleRun:
     generation_seconds: float
     finish_reason: str
     calls: int = 1  # records cached before two-step existed have no count: they made one call
+    cached_prompt_tokens: int = 0  # of prompt_tokens, reused from the prefix cache (none before it)
 
 
 def _claims_messages(query: str, claims: list[dict], passages: Sequence[Passage], as_of: str | None,
@@ -506,7 +508,8 @@ def run_style(style: str, complete: Complete, messages: list[dict], query: str,
     if not claims:  # a cut-off or empty extraction: no second call
         return StyleRun(json.dumps({"claims": first.text, "answer": None}), first.prompt_tokens,
                         first.completion_tokens, first.seconds, first.prompt_seconds,
-                        first.generation_seconds, first.finish_reason, calls=1)
+                        first.generation_seconds, first.finish_reason, calls=1,
+                        cached_prompt_tokens=first.cached_prompt_tokens)
     claimed = list(dict.fromkeys(c["source"] for c in claims))
     second = complete(_claims_messages(query, claims, passages, as_of), answer_schema(claimed, query))
     return StyleRun(
@@ -514,13 +517,15 @@ def run_style(style: str, complete: Complete, messages: list[dict], query: str,
         first.prompt_tokens + second.prompt_tokens, first.completion_tokens + second.completion_tokens,
         first.seconds + second.seconds, first.prompt_seconds + second.prompt_seconds,
         first.generation_seconds + second.generation_seconds, second.finish_reason, calls=2,
+        cached_prompt_tokens=first.cached_prompt_tokens + second.cached_prompt_tokens,
     )
 
 
 def single(completion: Completion) -> StyleRun:
     return StyleRun(completion.text, completion.prompt_tokens, completion.completion_tokens,
                     completion.seconds, completion.prompt_seconds, completion.generation_seconds,
-                    completion.finish_reason, calls=1)
+                    completion.finish_reason, calls=1,
+                    cached_prompt_tokens=completion.cached_prompt_tokens)
 
 
 def _parse_json(text: str | None) -> dict[str, Any]:

@@ -4,7 +4,10 @@ The published book's ladder reads twelve fixture tasks, where one task is eight
 points. This one reads every task of the fixture, the PEPs and two generated
 worlds under `no-memory`, `hybrid`, `best` and `oracle-source` with the default
 reader, then `full-history` on every fixture task (its input is the whole history
-up to the reader's window, so it is the slowest rung and runs last). One
+up to the reader's window, so it is the slowest rung and runs last). Full-history
+reads its shared sources once (the reader's prefix cache); the last slot reads its
+first COLD_CHECK_TASKS prompts again from scratch (`full-history-cold`), so the
+summary says what the cache saved and whether it changed an answer. One
 evaluation run per (corpus, phase) inside one study directory; every case is
 appended as it is read, so an interrupted study resumes where it stopped (pass the
 study directory back). Answers come from the answer cache when the same reader
@@ -38,6 +41,8 @@ READER = "qwen-1.5b"
 CONDITIONS = ("no-memory", "hybrid", "best", "oracle-source")
 FULL_HISTORY = "full-history"
 FULL_HISTORY_CORPORA = ("fixture",)
+COLD = "full-history-cold"
+COLD_CHECK_TASKS = 6  # each cold read prefills the whole window: minutes an answer
 WORLD_SEEDS = (7, 11)
 WORLD_DOCS = 60
 ORDER = (*CONDITIONS, FULL_HISTORY)
@@ -52,11 +57,14 @@ def corpora(worlds_root: str | Path = "benchmarks/worlds") -> dict[str, tuple[Pa
     return study_cli.standard_corpora(WORLD_SEEDS, WORLD_DOCS, worlds_root)
 
 
-def phases(names: Sequence[str]) -> list[tuple[str, str, tuple[str, ...]]]:
-    """(slot, corpus, conditions) in reading order: the ladder on every corpus, then full-history."""
-    ladder = [(name, name, CONDITIONS) for name in names]
-    return ladder + [(f"{name}.{FULL_HISTORY}", name, (FULL_HISTORY,))
-                     for name in FULL_HISTORY_CORPORA if name in names]
+def phases(names: Sequence[str]) -> list[tuple[str, str, tuple[str, ...], int | None]]:
+    """(slot, corpus, conditions, task limit) in reading order: the ladder on every corpus, then
+    full-history, then the cold check of its first prompts."""
+    ladder: list[tuple[str, str, tuple[str, ...], int | None]] = [
+        (name, name, CONDITIONS, None) for name in names]
+    history = [name for name in FULL_HISTORY_CORPORA if name in names]
+    return (ladder + [(f"{name}.{FULL_HISTORY}", name, (FULL_HISTORY,), None) for name in history]
+            + [(f"{name}.{COLD}", name, (COLD,), COLD_CHECK_TASKS) for name in history])
 
 
 def run(study_dir: str | Path | None = None, *, runs_root: str | Path = "benchmarks/runs",
@@ -72,15 +80,17 @@ def run(study_dir: str | Path | None = None, *, runs_root: str | Path = "benchma
                                  {"conditions": list(CONDITIONS), "reader": READER,
                                   "full_history_on": list(FULL_HISTORY_CORPORA)}, found)
     runs: list[dict[str, Any]] = study.manifest.setdefault("runs", [])
+    # Added while the first study ran: recorded here so a resumed study says so too.
+    study.manifest["parameters"].setdefault("cold_check", {"condition": COLD, "tasks": COLD_CHECK_TASKS})
     with connect() as conn:
-        for slot_name, corpus, conditions in phases(list(found)):
+        for slot_name, corpus, conditions, limit in phases(list(found)):
             if any(r["slot"] == slot_name for r in runs):
                 continue
             history, tasks = found[corpus]
             slot = study.run_dir / "runs" / slot_name
             started = sorted(p.parent for p in slot.glob("*/manifest.json"))
             run_dir = run_evaluation(conn, Config(index=f"answer_ladder_{corpus}"), tasks, history,
-                                     list(conditions), runs_root=slot, reader_name=READER,
+                                     list(conditions), runs_root=slot, reader_name=READER, limit=limit,
                                      progress=progress, resume=started[-1] if started else None,
                                      test_only=[c for c in conditions if c == "best"])
             runs.append({"slot": slot_name, "corpus": corpus, "conditions": list(conditions),
@@ -123,9 +133,45 @@ def _cost(members: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
             "answers_from_cache": sum(bool(c.get("cache_hit")) for c in members)}
 
 
+def prefix_cache_check(cases: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
+    """full-history (prefix cache) against full-history-cold on the tasks both read: how many
+    answers are the same text and the same verdict, and what each costs."""
+    warm = {c["task_id"]: c for c in cases if c["condition"] == FULL_HISTORY}
+    cold = {c["task_id"]: c for c in cases if c["condition"] == COLD}
+    shared = sorted(set(warm) & set(cold))
+    if not shared:
+        return None
+
+    def read(members: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+        computed = [c for c in members if c.get("answer_calls")]
+        return {"passed": sum(bool(c["score"]["passed"]) for c in members),
+                "median_seconds_per_answer": round(statistics.median(
+                    c["answer_seconds"] for c in computed), 1) if computed else None,
+                "mean_cached_prompt_tokens": round(statistics.fmean(reused(c) for c in computed), 1)
+                if computed else None,
+                "mean_prompt_tokens": round(statistics.fmean(c["tokens"]["prompt"] for c in members), 1)}
+
+    def reused(case: Mapping[str, Any]) -> int:
+        return (case.get("reader_trace") or {}).get("cached_prompt_tokens", 0)
+
+    pairs = [(warm[t], cold[t]) for t in shared]
+    return {"tasks": len(shared),
+            "same_answer_text": sum(w["answer"] == c["answer"] for w, c in pairs),
+            "same_verdict": sum(bool(w["score"]["passed"]) == bool(c["score"]["passed"]) for w, c in pairs),
+            FULL_HISTORY: read([w for w, _ in pairs]), COLD: read([c for _, c in pairs]),
+            "per_task": [{"task_id": t, "same_answer_text": w["answer"] == c["answer"],
+                          "warm_passed": bool(w["score"]["passed"]),
+                          "cold_passed": bool(c["score"]["passed"]),
+                          "warm_seconds": w.get("answer_seconds"), "cold_seconds": c.get("answer_seconds"),
+                          "cached_prompt_tokens": reused(w)}
+                         for t, (w, c) in zip(shared, pairs, strict=True)]}
+
+
 def summarise(study_dir: str | Path) -> dict[str, Any]:
     """Pass rates with intervals (pooled, per corpus, per type), paired steps, reading and cost."""
-    cases = [c for c in study_cases(study_dir) if _reported(c)]
+    everything = study_cases(study_dir)
+    check = prefix_cache_check(everything)
+    cases = [c for c in everything if _reported(c) and c["condition"] != COLD]
     if not cases:
         raise ValueError(f"{study_dir} holds no case yet")
     order = [c for c in ORDER if any(case["condition"] == c for case in cases)]
@@ -152,7 +198,7 @@ def summarise(study_dir: str | Path) -> dict[str, Any]:
             "note": "best is tuned on each task file's dev tasks; its rows hold test tasks only",
             "rates": rates, "paired": [d.to_dict() for d in differences],
             "reading": intervals.reading(differences, intervals.pass_rates(cases, order, per_type=False)),
-            "cost": cost}
+            "cost": cost, "prefix_cache": check}
 
 
 def main(argv: list[str] | None = None) -> int:

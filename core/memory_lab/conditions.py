@@ -34,6 +34,7 @@ class ConditionSpec:
     context_source: str = "retrieval"
     retrieval: Mapping[str, Any] = field(default_factory=dict)
     context: Mapping[str, Any] = field(default_factory=dict)  # assembly overrides, any source
+    reader: Mapping[str, Any] = field(default_factory=dict)  # reader overrides, any source
     reranked: bool = False  # needs a real reranker
     tuned: str | None = None  # what must be supplied from a dev-split search before it runs
     families: frozenset[str] = frozenset({"ladder"})
@@ -65,8 +66,14 @@ REGISTRY: dict[str, ConditionSpec] = {spec.name: spec for spec in (
           context_source="oracle-span"),
     _spec("oracle-source", "the whole expected source files, under the context budget",
           context_source="oracle-source"),
-    _spec("full-history", "every source in artifact-date order, as many as fit the context window",
-          context_source="full-history"),
+    # Every full-history prompt of a corpus (per as-of date) shares its sources and differs only in
+    # the question after them, so the reader reuses that prefix instead of prefilling ~8k tokens
+    # each time; full-history-cold reads the same prompts cold, to measure what that changes.
+    _spec("full-history", "every source in artifact-date order, as many as fit the context window; "
+          "the shared sources prefix read once (prefix cache)",
+          context_source="full-history", reader={"prefix_cache": True}),
+    _spec("full-history-cold", "full-history with every prompt read from scratch (no prefix cache)",
+          context_source="full-history", families=("ladder", "reading")),
     _spec("hybrid-compressed", "hybrid, each admitted passage cut to its sentences nearest the question",
           retrieval=_HYBRID, context=_COMPRESSED, families=("ladder", "reading")),
     _spec("oracle-source-compressed", "oracle-source, each file cut to its sentences nearest the question",
@@ -116,6 +123,8 @@ def condition_config(
     """
     condition = spec(name, family)
     config = base.with_overrides(rerank={"name": "none"})
+    if condition.reader:
+        config = config.with_overrides(reader=dict(condition.reader))
     if condition.context:
         config = config.with_overrides(context=dict(condition.context))
     if condition.context_source != "retrieval":

@@ -53,7 +53,7 @@ from tqdm.auto import tqdm
 
 from memory_baseline.baseline import Baseline
 from memory_baseline.chunking import sentence_boundaries
-from memory_baseline.config import Config
+from memory_baseline.config import Config, ConfigError, ReaderConfig
 from memory_baseline.context import ContextTrace
 from memory_baseline.context_sources import (
     ContextSource,
@@ -354,19 +354,32 @@ def to_system_output(
 class _Runtime:
     conn: psycopg.Connection
     reader: Reader
+    reader_config: ReaderConfig
     corpus: dict[str, SourceRecord]
     conditions: dict[str, Condition]
     embedder: Embedder
     baselines: dict[str, Baseline] = field(default_factory=dict)
     retrievers: dict[str, Retriever] = field(default_factory=dict)
+    readers: dict[ReaderConfig, Reader] = field(default_factory=dict)
 
     def baseline(self, condition: Condition) -> Baseline:
         if condition.name not in self.baselines:
             # A condition that does not retrieve never opens the index (it may not exist).
             retriever = self.retriever(condition) if condition.context_source == "retrieval" else None
-            self.baselines[condition.name] = Baseline(self.conn, condition.config, reader=self.reader,
+            self.baselines[condition.name] = Baseline(self.conn, condition.config,
+                                                      reader=self.reader_for(condition),
                                                       retriever=retriever)
         return self.baselines[condition.name]
+
+    def reader_for(self, condition: Condition) -> Reader:
+        """The run's reader, unless the condition sets reader options of its own (full-history's
+        prefix cache); the model itself is loaded once per process either way."""
+        wanted = condition.config.reader
+        if wanted == self.reader_config:
+            return self.reader
+        if wanted not in self.readers:
+            self.readers[wanted] = get_reader(wanted)
+        return self.readers[wanted]
 
     def retriever(self, condition: Condition) -> Retriever:
         if condition.name not in self.retrievers:
@@ -576,7 +589,7 @@ def run_evaluation(
                                                family="ladder"), spec(name).context_source)
         for name in conditions
     }
-    runtime = _Runtime(conn, reader, corpus, built, embedder)
+    runtime = _Runtime(conn, reader, base.reader, corpus, built, embedder)
 
     condition_docs = {name: c.to_dict() for name, c in built.items()}
     identical = _identical_conditions(built)
@@ -676,7 +689,14 @@ def _check_resume(previous: dict[str, Any], fingerprint: dict[str, Any]) -> None
         if before != current:
             raise EvaluationError(f"cannot resume: the {what} differs from the run's manifest")
     for name, document in fingerprint["conditions"].items():
-        if previous["conditions"][name]["config"] != document["config"]:
+        # Read back through Config, so a setting added since the run started counts as its
+        # default (what the code that started the run did), not as a change.
+        try:
+            before = Config.from_dict(previous["conditions"][name]["config"]).to_dict()
+        except ConfigError as error:
+            raise EvaluationError(f"cannot resume: the manifest's configuration of {name!r} no longer "
+                                  f"loads ({error})") from None
+        if before != document["config"]:
             raise EvaluationError(
                 f"cannot resume: the effective configuration of {name!r} differs from the manifest"
             )
