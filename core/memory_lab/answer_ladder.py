@@ -3,11 +3,12 @@
 The published book's ladder reads twelve fixture tasks, where one task is eight
 points. This one reads every task of the fixture, the PEPs and two generated
 worlds under `no-memory`, `hybrid`, `best` and `oracle-source` with the default
-reader, then `full-history` on every fixture task (its input is the whole history
-up to the reader's window, so it is the slowest rung and runs last). Full-history
-reads its shared sources once (the reader's prefix cache); the last slot reads its
-first COLD_CHECK_TASKS prompts again from scratch (`full-history-cold`), so the
-summary says what the cache saved and whether it changed an answer. One
+reader, then `full-history` on every task of every corpus (its input is the oldest
+history up to the reader's window, the same for every question of a corpus and
+as-of date). Full-history reads those shared sources once (the reader's prefix
+cache), which makes it cheap enough to read everywhere; the last slot reads the
+first COLD_CHECK_TASKS fixture prompts again from scratch (`full-history-cold`), so
+the summary says what the cache saved and whether it changed an answer. One
 evaluation run per (corpus, phase) inside one study directory; every case is
 appended as it is read, so an interrupted study resumes where it stopped (pass the
 study directory back). Answers come from the answer cache when the same reader
@@ -40,7 +41,8 @@ from .named_recall import read_cases
 READER = "qwen-1.5b"
 CONDITIONS = ("no-memory", "hybrid", "best", "oracle-source")
 FULL_HISTORY = "full-history"
-FULL_HISTORY_CORPORA = ("fixture",)
+FULL_HISTORY_CORPORA = ("fixture", "peps", "world_s7", "world_s11")
+COLD_CHECK_CORPUS = "fixture"
 COLD = "full-history-cold"
 COLD_CHECK_TASKS = 6  # each cold read prefills the whole window: minutes an answer
 WORLD_SEEDS = (7, 11)
@@ -63,8 +65,9 @@ def phases(names: Sequence[str]) -> list[tuple[str, str, tuple[str, ...], int | 
     ladder: list[tuple[str, str, tuple[str, ...], int | None]] = [
         (name, name, CONDITIONS, None) for name in names]
     history = [name for name in FULL_HISTORY_CORPORA if name in names]
+    cold = [(f"{COLD_CHECK_CORPUS}.{COLD}", COLD_CHECK_CORPUS, (COLD,), COLD_CHECK_TASKS)]
     return (ladder + [(f"{name}.{FULL_HISTORY}", name, (FULL_HISTORY,), None) for name in history]
-            + [(f"{name}.{COLD}", name, (COLD,), COLD_CHECK_TASKS) for name in history])
+            + (cold if COLD_CHECK_CORPUS in names else []))
 
 
 def run(study_dir: str | Path | None = None, *, runs_root: str | Path = "benchmarks/runs",
@@ -80,8 +83,11 @@ def run(study_dir: str | Path | None = None, *, runs_root: str | Path = "benchma
                                  {"conditions": list(CONDITIONS), "reader": READER,
                                   "full_history_on": list(FULL_HISTORY_CORPORA)}, found)
     runs: list[dict[str, Any]] = study.manifest.setdefault("runs", [])
-    # Added while the first study ran: recorded here so a resumed study says so too.
-    study.manifest["parameters"].setdefault("cold_check", {"condition": COLD, "tasks": COLD_CHECK_TASKS})
+    # Both widened while the first study ran (the prefix cache made full-history cheap): recorded
+    # here, so a resumed study's manifest says what it reads.
+    study.manifest["parameters"]["full_history_on"] = list(FULL_HISTORY_CORPORA)
+    study.manifest["parameters"].setdefault("cold_check", {"condition": COLD, "corpus": COLD_CHECK_CORPUS,
+                                                           "tasks": COLD_CHECK_TASKS})
     with connect() as conn:
         for slot_name, corpus, conditions, limit in phases(list(found)):
             if any(r["slot"] == slot_name for r in runs):
