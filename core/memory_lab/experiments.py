@@ -66,9 +66,11 @@ from .studies.failures import (  # noqa: F401
 )
 from .studies.ladder import (  # noqa: F401
     answer_paired_rows,
+    answer_paired_type_rows,
     answer_rate_rows,
     ladder_cost_rows,
     latest_run,
+    prefix_cache_rows,
     retrieval_paired_rows,
     retrieval_rate_rows,
 )

@@ -81,6 +81,26 @@ def answer_paired_rows(document: Mapping[str, Any], question_type: str = "all") 
             for d in document["paired"] if d["question_type"] == question_type]
 
 
+def answer_paired_type_rows(document: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Every paired step per question type (rows for `pivot`: step x question type)."""
+    return [{"step": f"{d['upper']} − {d['lower']}", "question_type": d["question_type"],
+             "difference": _difference_text(d["difference"], d["low"], d["high"]) + f" ({d['tasks']})"}
+            for d in document["paired"] if d["question_type"] != "all"]
+
+
+def prefix_cache_rows(document: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """full-history read with the prefix cache against the same prompts read cold (none yet: [])."""
+    check = document.get("prefix_cache")
+    if not check:
+        return []
+    return [{"reading": name, "tasks": check["tasks"], "passed": check[name]["passed"],
+             "same answer text": check["same_answer_text"], "same verdict": check["same_verdict"],
+             "median s / answer": check[name]["median_seconds_per_answer"],
+             "mean prompt tokens": check[name]["mean_prompt_tokens"],
+             "mean tokens from cache": check[name]["mean_cached_prompt_tokens"]}
+            for name in ("full-history", "full-history-cold")]
+
+
 def retrieval_rate_rows(document: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The retrieval ladder's recall at candidates and at admitted, pooled and per corpus."""
     rows = []
