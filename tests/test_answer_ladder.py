@@ -76,6 +76,7 @@ def test_summary_keys_tasks_by_corpus_reports_best_on_test_and_reads_a_running_r
                 if (d["upper"], d["lower"], d["question_type"]) == ("hybrid", "no-memory", "all"))
     assert step["tasks"] == 3 and step["only_upper"] == 2 and step["only_lower"] == 0
     assert any("`hybrid` and `no-memory` are not separated" in line for line in document["reading"])
+    assert document["stage_recall"] == []  # these cases carry no stage metrics
     cost = {(c["condition"], c["corpus"]): c for c in document["cost"]}
     assert cost[("hybrid", "all")]["max_prompt_tokens"] == 300
     assert cost[("hybrid", "all")]["answers_from_cache"] == 1

@@ -36,7 +36,7 @@ from typing import Any
 
 from . import intervals, study_cli
 from .experiments import display_path, repo_path
-from .named_recall import read_cases
+from .named_recall import bootstrap_mean
 
 READER = "qwen-1.5b"
 CONDITIONS = ("no-memory", "hybrid", "best", "oracle-source")
@@ -106,24 +106,6 @@ def run(study_dir: str | Path | None = None, *, runs_root: str | Path = "benchma
     return study.run_dir
 
 
-def study_cases(study_dir: str | Path, *, include_running: bool = True) -> list[dict[str, Any]]:
-    """Every case of the study with its task keyed `corpus/task` (unfinished runs too, if asked)."""
-    study_dir = repo_path(study_dir)
-    manifest = json.loads((study_dir / "manifest.json").read_text(encoding="utf-8"))
-    entries = [(e["corpus"], repo_path(e["run_dir"])) for e in manifest.get("runs", [])]
-    if include_running:
-        done = {path for _, path in entries}
-        for slot in sorted((study_dir / "runs").glob("*")) if (study_dir / "runs").is_dir() else []:
-            for run_dir in sorted(p.parent for p in slot.glob("*/cases.jsonl")):
-                if run_dir not in done:
-                    entries.append((slot.name.split(".")[0], run_dir))
-    cases = []
-    for corpus, run_dir in entries:
-        for case in read_cases(run_dir):
-            cases.append({**case, "corpus": corpus, "task_id": f"{corpus}/{case['task_id']}"})
-    return cases
-
-
 def _reported(case: Mapping[str, Any]) -> bool:
     """`best` is tuned on dev tasks, so only its test tasks are reported."""
     return case["condition"] != "best" or case.get("split") == "test"
@@ -173,9 +155,26 @@ def prefix_cache_check(cases: Sequence[Mapping[str, Any]]) -> dict[str, Any] | N
                          for t, (w, c) in zip(shared, pairs, strict=True)]}
 
 
+STAGES = ("candidates", "admitted", "cited")
+
+
+def stage_recall(cases: Sequence[Mapping[str, Any]], order: Sequence[str]) -> list[dict[str, Any]]:
+    """Mean recall of the expected sources at each stage the rung has, with a bootstrap 95%
+    interval over tasks: what retrieval found, what the reader saw, what the answer cited."""
+    rows = []
+    for condition in order:
+        members = [c for c in cases if c["condition"] == condition]
+        for stage in STAGES:
+            values = [float(c["score"]["stage_metrics"][stage]["recall"]) for c in members
+                      if (c["score"].get("stage_metrics") or {}).get(stage, {}).get("recall") is not None]
+            if values:
+                rows.append({"condition": condition, "stage": stage, **bootstrap_mean(values)})
+    return rows
+
+
 def summarise(study_dir: str | Path) -> dict[str, Any]:
     """Pass rates with intervals (pooled, per corpus, per type), paired steps, reading and cost."""
-    everything = study_cases(study_dir)
+    everything = study_cli.study_cases(study_dir)
     check = prefix_cache_check(everything)
     cases = [c for c in everything if _reported(c) and c["condition"] != COLD]
     if not cases:
@@ -204,7 +203,7 @@ def summarise(study_dir: str | Path) -> dict[str, Any]:
             "note": "best is tuned on each task file's dev tasks; its rows hold test tasks only",
             "rates": rates, "paired": [d.to_dict() for d in differences],
             "reading": intervals.reading(differences, intervals.pass_rates(cases, order, per_type=False)),
-            "cost": cost, "prefix_cache": check}
+            "stage_recall": stage_recall(cases, order), "cost": cost, "prefix_cache": check}
 
 
 def main(argv: list[str] | None = None) -> int:

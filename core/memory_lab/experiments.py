@@ -68,6 +68,7 @@ from .studies.ladder import (  # noqa: F401
     answer_paired_rows,
     answer_paired_type_rows,
     answer_rate_rows,
+    answer_stage_rows,
     ladder_cost_rows,
     latest_run,
     prefix_cache_rows,

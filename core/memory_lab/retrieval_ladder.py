@@ -3,7 +3,9 @@
 The answer-level ladder costs a minute or more an answer; what retrieval finds costs
 milliseconds. This runs the retrieval rungs (`lexical`, `dense`, `hybrid`, `best`)
 with the extractive reader over the fixture, the PEPs and generated worlds, one
-evaluation run per corpus inside one study directory (resumable: pass it back), and
+evaluation run per corpus inside one study directory (resumable: pass it back), then
+`hybrid-reranked` (the 0.5B LLM judge over hybrid's top 20) per corpus in a slot of
+its own, last because the judge costs seconds a passage (its scores are cached), and
 summarises recall of the expected sources at the fused candidates and at what the
 reader was admitted, with bootstrap 95% intervals, per corpus, per question type and
 pooled, plus paired differences between rungs on the same tasks. `best` is tuned on
@@ -28,12 +30,14 @@ import numpy as np
 
 from . import study_cli
 from .experiments import display_path, repo_path
-from .named_recall import bootstrap_mean, read_cases
+from .named_recall import bootstrap_mean
 from .stats import bootstrap_interval
 
 CONDITIONS = ("lexical", "dense", "hybrid", "best")
+RERANKED = "hybrid-reranked"
 # Adjacent rungs compared on the same tasks.
-COMPARISONS = (("dense", "lexical"), ("hybrid", "lexical"), ("hybrid", "dense"), ("best", "hybrid"))
+COMPARISONS = (("dense", "lexical"), ("hybrid", "lexical"), ("hybrid", "dense"), ("best", "hybrid"),
+               (RERANKED, "hybrid"))
 STAGES = ("candidates", "admitted")
 WORLD_SEEDS = (21, 22, 23)
 WORLD_DOCS = 400
@@ -44,29 +48,40 @@ def corpora(worlds_root: str | Path = "benchmarks/worlds") -> dict[str, tuple[Pa
     return study_cli.standard_corpora(WORLD_SEEDS, WORLD_DOCS, worlds_root)
 
 
+def phases(names: Sequence[str]) -> list[tuple[str, str, tuple[str, ...]]]:
+    """(slot, corpus, conditions) in running order: the cheap rungs everywhere, then the reranked."""
+    return [(name, name, CONDITIONS) for name in names] + [(f"{name}.reranked", name, (RERANKED,))
+                                                          for name in names]
+
+
 def run(study_dir: str | Path | None = None, *, runs_root: str | Path = "benchmarks/runs",
         progress: bool = True) -> Path:
     """Evaluate every corpus under the retrieval rungs; resume `study_dir` when given."""
     from memory_baseline.config import Config
     from memory_baseline.server import connect
 
+    from .conditions import DEFAULT_RERANKER
     from .evaluation import run_evaluation
 
     found = corpora()
     study = study_cli.open_study(study_dir, runs_root, "retrieval-ladder",
                                  {"conditions": list(CONDITIONS), "reader": "extractive"}, found)
+    # Added after the first study's cheap rungs were done: recorded so a resumed study says so.
+    study.manifest["parameters"].setdefault("reranked", {"condition": RERANKED, "reranker": DEFAULT_RERANKER})
     runs: list[dict[str, Any]] = study.manifest.setdefault("runs", [])
     with connect() as conn:
-        for name, (history, tasks) in found.items():
-            if any(r["corpus"] == name for r in runs):
+        for slot_name, name, conditions in phases(list(found)):
+            if any(r.get("slot", r["corpus"]) == slot_name for r in runs):
                 continue
-            slot = study.run_dir / "runs" / name
+            history, tasks = found[name]
+            slot = study.run_dir / "runs" / slot_name
             started = sorted(p.parent for p in slot.glob("*/manifest.json"))
             config = Config(index=f"retrieval_ladder_{name}")
-            run_dir = run_evaluation(conn, config, tasks, history, list(CONDITIONS), runs_root=slot,
-                                     reader_name="extractive", progress=progress,
-                                     resume=started[-1] if started else None)
-            runs.append({"corpus": name, "run_dir": display_path(run_dir), "status": "complete"})
+            run_dir = run_evaluation(conn, config, tasks, history, list(conditions), runs_root=slot,
+                                     reader_name="extractive", reranker_name=DEFAULT_RERANKER,
+                                     progress=progress, resume=started[-1] if started else None)
+            runs.append({"slot": slot_name, "corpus": name, "run_dir": display_path(run_dir),
+                         "status": "complete"})
             study.record("runs", runs)
     study.finish()
     return study.run_dir
@@ -94,11 +109,8 @@ def summarise(study_dir: str | Path) -> dict[str, Any]:
     """Recall at candidates and admitted with intervals: pooled, per corpus, per question type."""
     study_dir = repo_path(study_dir)
     manifest = json.loads((study_dir / "manifest.json").read_text(encoding="utf-8"))
-    cases = []
-    for entry in manifest.get("runs", []):
-        for case in read_cases(repo_path(entry["run_dir"])):
-            cases.append({**case, "_corpus": entry["corpus"],
-                          "_task": f"{entry['corpus']}/{case['task_id']}"})
+    # Unfinished slots too (the reranked rung reads for hours); the manifest's status says which.
+    cases = [{**c, "_corpus": c["corpus"], "_task": c["task_id"]} for c in study_cli.study_cases(study_dir)]
     cases = [c for c in cases if _reported(c)]
     groups: dict[tuple[str, str, str], list[Mapping[str, Any]]] = {}
     for case in cases:
@@ -131,6 +143,7 @@ def summarise(study_dir: str | Path) -> dict[str, Any]:
                                "separated": low > 0 or high < 0})
     pooled = {c["_task"] for c in cases}
     return {"study": display_path(study_dir), "manifest": manifest, "tasks": len(pooled),
+            "complete": manifest.get("status") == "complete",
             "tasks_per_corpus": {name: len({c["_task"] for c in cases if c["_corpus"] == name})
                                  for name in sorted({c["_corpus"] for c in cases})},
             "note": "best is tuned on each task file's dev tasks; its rows hold test tasks only",

@@ -87,3 +87,27 @@ def open_study(study_dir: str | Path | None, runs_root: str | Path, kind: str,
                        {**parameters, "corpora": {n: {"history": display_path(h), "tasks": display_path(t)}
                                                   for n, (h, t) in found.items()}},
                        corpora={n: h for n, (h, _) in found.items()})
+
+
+def study_cases(study_dir: str | Path, *, include_running: bool = True) -> list[dict[str, Any]]:
+    """Every case of the study with its task keyed `corpus/task` (unfinished runs too, if asked).
+
+    A slot folder is named after its corpus, optionally with a phase after a dot
+    (`fixture.full-history`); finished runs are the ones the manifest lists."""
+    from .experiments import repo_path
+    from .named_recall import read_cases
+
+    study_dir = repo_path(study_dir)
+    manifest = json.loads((study_dir / "manifest.json").read_text(encoding="utf-8"))
+    entries = [(e["corpus"], repo_path(e["run_dir"])) for e in manifest.get("runs", [])]
+    if include_running:
+        done = {path for _, path in entries}
+        for slot in sorted((study_dir / "runs").glob("*")) if (study_dir / "runs").is_dir() else []:
+            for run_dir in sorted(p.parent for p in slot.glob("*/cases.jsonl")):
+                if run_dir not in done:
+                    entries.append((slot.name.split(".")[0], run_dir))
+    cases = []
+    for corpus, run_dir in entries:
+        for case in read_cases(run_dir):
+            cases.append({**case, "corpus": corpus, "task_id": f"{corpus}/{case['task_id']}"})
+    return cases

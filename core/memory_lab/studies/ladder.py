@@ -88,6 +88,14 @@ def answer_paired_type_rows(document: Mapping[str, Any]) -> list[dict[str, Any]]
             for d in document["paired"] if d["question_type"] != "all"]
 
 
+def answer_stage_rows(document: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Recall of the expected sources at candidates, admitted and cited per rung (rows for
+    `pivot`: condition x stage), from the answer ladder's own cases."""
+    return [{"condition": r["condition"], "stage": r["stage"],
+             "recall": _rate_text(r["mean"], r["low"], r["high"]) + f" ({r['n']})"}
+            for r in document.get("stage_recall", [])]
+
+
 def prefix_cache_rows(document: Mapping[str, Any]) -> list[dict[str, Any]]:
     """full-history read with the prefix cache against the same prompts read cold (none yet: [])."""
     check = document.get("prefix_cache")
