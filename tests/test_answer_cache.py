@@ -36,6 +36,9 @@ def test_export_copies_exactly_the_used_entries_and_refuses_a_missing_one(tmp_pa
     assert sorted(p.stem for p in out.rglob("*.json")) == sorted(keys[:2])
     with pytest.raises(FileNotFoundError, match="no entry"):
         home.export(["0" * 64], out)
+    # A study's export keeps what it has and names what it lost.
+    lost: list[str] = []
+    assert home.export([keys[2], "0" * 64], out, missing=lost) == 1 and lost == ["0" * 64]
 
 
 def test_environment_names_the_read_first_layers(tmp_path, monkeypatch):

@@ -115,10 +115,11 @@ class AnswerCache:
                 return {**record, "layer": str(layer)}
         return None
 
-    def export(self, keys: Iterable[str], target: str | Path) -> int:
+    def export(self, keys: Iterable[str], target: str | Path, *, missing: list[str] | None = None) -> int:
         """Copy the entries for `keys` (from any layer) into folder `target`; return how many.
 
-        A key with no entry anywhere is an error: a published run must be reproducible.
+        A key with no entry anywhere is an error (a published run must be reproducible),
+        unless a `missing` list is given: then it is appended there and the rest exported.
         """
         target = Path(target)
         copied = 0
@@ -126,7 +127,10 @@ class AnswerCache:
             source = next((_entry(layer, key) for layer in (self.root, *self.read_first)
                            if _entry(layer, key).is_file()), None)
             if source is None:
-                raise FileNotFoundError(f"answer cache: no entry for key {key} to export")
+                if missing is None:
+                    raise FileNotFoundError(f"answer cache: no entry for key {key} to export")
+                missing.append(key)
+                continue
             destination = _entry(target, key)
             if destination.is_file() and destination.read_bytes() == source.read_bytes():
                 continue
