@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -76,6 +77,29 @@ print(answer.cached, answer.text == {first.text!r}, len(models._LLM_CACHE))
 """
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert done.stdout.split() == ["True", "True", "0"]
+
+
+def test_cache_only_serves_what_is_cached_and_refuses_the_rest_without_loading_a_model(tmp_path):
+    """What `book --cached-only` relies on: a miss fails in one line, before any weights load."""
+    probe = f"""
+from memory_baseline.answer_cache import AnswerCache, CacheOnlyError, usage
+from memory_baseline.config import ReaderConfig
+from memory_baseline.context import Passage
+from memory_baseline.readers import get_reader
+from memory_baseline import models
+passage = Passage("adr/adr-007.md#0", "adr/adr-007.md", "We use PostgreSQL for the event store.",
+                  None, "adr", "2024-07-15", 1)
+reader = get_reader(ReaderConfig(name="smollm2", max_answer_tokens=16),
+                    cache=AnswerCache({str(tmp_path / 'home')!r}, read_first=[]))
+try:
+    reader.answer("Which event store?", [passage], None)
+except CacheOnlyError as error:
+    print("refused", len(models._LLM_CACHE), usage({str(tmp_path / 'log.jsonl')!r})["refused"])
+"""
+    env = {**os.environ, "MEMORY_BASELINE_ANSWER_CACHE_ONLY": "1",
+           "MEMORY_BASELINE_ANSWER_CACHE_LOG": str(tmp_path / "log.jsonl")}
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, env=env)
+    assert done.stdout.split() == ["refused", "0", "1"]
 
 
 def test_the_usage_log_counts_answers_served_and_computed_by_layer(tmp_path, monkeypatch):

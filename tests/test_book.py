@@ -5,6 +5,7 @@ Papermill, and the measures the chapters rely on."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from pathlib import Path
 
@@ -193,6 +194,17 @@ def test_chapter_one_executes_with_smoke_parameters(tmp_path, index_name):
     assert f"Source: run `{run_dir.resolve()}`" in markdown, "captions must name the run directory"
     tables = [o["data"]["text/html"] for o in outputs if "text/html" in o.get("data", {})]
     assert tables and all(t.startswith('<div class="memory-table-scroll">') for t in tables)
+
+
+def test_cached_only_reaches_the_kernel_and_is_undone_after(tmp_path, monkeypatch):
+    from memory_baseline.answer_cache import CACHE_ONLY_ENV, USAGE_LOG_ENV
+
+    monkeypatch.delenv(CACHE_ONLY_ENV, raising=False)
+    with book._kernel_environment(REPO, tmp_path / "log.jsonl", cached_only=True):
+        assert os.environ[CACHE_ONLY_ENV] == "1" and os.environ[USAGE_LOG_ENV] == str(tmp_path / "log.jsonl")
+    assert CACHE_ONLY_ENV not in os.environ
+    with book._kernel_environment(REPO, tmp_path / "log.jsonl"):
+        assert CACHE_ONLY_ENV not in os.environ
 
 
 # -- the measures behind the chapters ---------------------------------------------------------

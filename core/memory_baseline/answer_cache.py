@@ -49,6 +49,15 @@ READ_FIRST_ENV = "MEMORY_BASELINE_ANSWER_CACHE_PATH"
 USAGE_LOG_ENV = "MEMORY_BASELINE_ANSWER_CACHE_LOG"
 
 
+# When set, a miss is refused instead of computed: a reproduction that must compute nothing
+# (`memory-baseline book --cached-only`) fails on the first answer it would have to read.
+CACHE_ONLY_ENV = "MEMORY_BASELINE_ANSWER_CACHE_ONLY"
+
+
+class CacheOnlyError(ValueError):
+    """An answer is in no cache layer and computing it is switched off."""
+
+
 def _log_usage(event: str, key: str, layer: str | None = None) -> None:
     path = os.environ.get(USAGE_LOG_ENV)
     if not path:
@@ -66,7 +75,7 @@ def usage(path: str | Path, since: int = 0) -> dict[str, Any]:
     """What a usage log recorded (from byte offset `since`): answers served per layer,
     answers computed, and every key."""
     hits: dict[str, int] = {}
-    computed, keys = 0, set()
+    computed, refused, keys = 0, 0, set()
     target = Path(path)
     lines = target.read_bytes()[since:].decode("utf-8").splitlines() if target.is_file() else []
     for line in lines:
@@ -74,10 +83,12 @@ def usage(path: str | Path, since: int = 0) -> dict[str, Any]:
         keys.add(record["key"])
         if record["event"] == "hit":
             hits[record["layer"]] = hits.get(record["layer"], 0) + 1
+        elif record["event"] == "refused":
+            refused += 1
         else:
             computed += 1
     return {"from_cache": sum(hits.values()), "by_layer": hits, "computed": computed,
-            "keys": sorted(keys)}
+            "refused": refused, "keys": sorted(keys)}
 
 
 def _entry(root: Path, key: str) -> Path:
@@ -140,6 +151,13 @@ class AnswerCache:
             os.replace(temporary, destination)
             copied += 1
         return copied
+
+    def before_computing(self, key: str) -> None:
+        """Called on a miss before the model runs; refuses (and logs) it when computing is off."""
+        if os.environ.get(CACHE_ONLY_ENV):
+            _log_usage("refused", key)
+            raise CacheOnlyError(f"answer cache: {key[:16]}... is in no cache layer and "
+                                 f"{CACHE_ONLY_ENV} is set, so it is not computed")
 
     def put(self, key: str, prompt: str, record: dict[str, Any]) -> Path:
         """Store `record` (JSON-serialisable) for `key`; the prompt is kept beside it."""

@@ -313,7 +313,8 @@ def cmd_book(args: argparse.Namespace) -> int:
     try:
         result = book(profile=args.profile, only=args.only, execute=not args.no_execute,
                       build=not args.no_build, publish_after=args.publish,
-                      published=args.from_published, progress=not args.json, repo=args.root)
+                      published=args.from_published, progress=not args.json, repo=args.root,
+                      cached_only=args.cached_only)
     except BookBuildFailed as exc:
         print(f"memory-baseline: book failed: {str(exc).strip().splitlines()[0]}", file=sys.stderr)
         return EXIT_FAILED_CHECK
@@ -338,6 +339,9 @@ def _book_options(parser: argparse.ArgumentParser) -> None:
                         help="then copy the chapters and the runs they name into book/published")
     parser.add_argument("--from-published", action="store_true",
                         help="build the published (full-profile) chapters; executes nothing")
+    parser.add_argument("--cached-only", action="store_true",
+                        help="compute no answer or reranker score: a chapter that needs one the "
+                             "caches lack fails, naming it (proves a reproduction read everything)")
     parser.add_argument("--root", default=None,
                         help="the book's folder (holds _config.yml, notebooks/, book/); default: "
                              "the nearest one at or above the current directory")

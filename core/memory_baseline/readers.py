@@ -270,6 +270,7 @@ def _cached_or_generated(
                 "original_seconds": round(generation.seconds, 4), "original_calls": generation.calls}
         return _answer_from(generation, passages, identity, cached=True,
                             seconds=time.perf_counter() - started, cache_info=info, style=style)
+    cache_store.before_computing(key)
     generation = generate()
     cache_store.put(key, prompt, {"reader": identity, "settings": settings,
                                   "generation": asdict(generation)})

@@ -160,6 +160,7 @@ class LLMRelevanceReranker:
         record = self._cache.get(key, prompt)
         if record is not None:
             return float(record["score"])
+        self._cache.before_computing(key)
         value = llm.yes_no_logprob(messages)
         self._cache.put(key, prompt, {"reranker": self.identity, "settings": self.SCORE_SETTINGS,
                                       "score": value})

@@ -53,7 +53,7 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
-from memory_baseline.answer_cache import READ_FIRST_ENV, USAGE_LOG_ENV, AnswerCache, usage
+from memory_baseline.answer_cache import CACHE_ONLY_ENV, READ_FIRST_ENV, USAGE_LOG_ENV, AnswerCache, usage
 
 from .paths import ROOT_ENV, project_root
 
@@ -386,13 +386,16 @@ ANSWER_LOG = "_answers.jsonl"
 
 
 @contextlib.contextmanager
-def _kernel_environment(repo: Path, answer_log: Path):
+def _kernel_environment(repo: Path, answer_log: Path, cached_only: bool = False):
     """Tell the chapter's kernel (a child process, which inherits the environment) the book root,
-    the committed answer caches to read first, and where to log each answer's origin."""
+    the committed answer caches to read first, where to log each answer's origin, and whether
+    an answer missing from every cache may be computed."""
     layers = [str(repo / c) for c in COMMITTED_ANSWER_CACHES if (repo / c).is_dir()]
     own = [p for p in os.environ.get(READ_FIRST_ENV, "").split(os.pathsep) if p]
     wanted = {ROOT_ENV: str(repo), READ_FIRST_ENV: os.pathsep.join(dict.fromkeys(own + layers)),
               USAGE_LOG_ENV: str(answer_log)}
+    if cached_only:
+        wanted[CACHE_ONLY_ENV] = "1"
     before = {name: os.environ.get(name) for name in wanted}
     os.environ.update(wanted)
     try:
@@ -406,7 +409,8 @@ def _kernel_environment(repo: Path, answer_log: Path):
 
 
 def execute_notebook(source: Path, output: Path, parameters: dict[str, Any], *, progress: bool,
-                     repo: str | Path | None = None, answer_log: Path | None = None) -> float:
+                     repo: str | Path | None = None, answer_log: Path | None = None,
+                     cached_only: bool = False) -> float:
     """Run one chapter with Papermill; the kernel's working directory is the output folder.
 
     `source` is a chapter's `.md` (converted to `_build/notebooks/` first) or an
@@ -422,7 +426,7 @@ def execute_notebook(source: Path, output: Path, parameters: dict[str, Any], *, 
     output.parent.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
     try:
-        with _kernel_environment(repo, answer_log or output.parent / ANSWER_LOG):
+        with _kernel_environment(repo, answer_log or output.parent / ANSWER_LOG, cached_only):
             papermill.execute_notebook(
                 str(source), str(output), parameters=parameters, kernel_name=KERNEL_NAME,
                 cwd=str(output.parent), progress_bar=progress, log_output=False,
@@ -460,7 +464,7 @@ def build_html(repo: str | Path | None = None) -> Path:
 def book(
     profile: str = "smoke", only: str | None = None, *, execute: bool = True, build: bool = True,
     publish_after: bool = False, published: bool = False, progress: bool = True,
-    repo: str | Path | None = None,
+    repo: str | Path | None = None, cached_only: bool = False,
 ) -> BookResult:
     """Execute the chapter notebooks under `profile` (all, or `only` one), then build the book.
 
@@ -469,7 +473,9 @@ def book(
     placeholders. `book/chapters/_execution.json` records what ran, with which
     parameters, and for how long. `published=True` builds from `book/published/`
     instead (no execution); `publish_after=True` publishes the chapters once built.
-    `repo` is the book root (default: found from the current directory).
+    `repo` is the book root (default: found from the current directory). `cached_only`
+    refuses to compute any answer or reranker score the caches do not hold: a chapter
+    that needs one fails, naming it, so a reproduction proves it computed nothing.
     """
     repo = _root(repo)
     if publish_after:
@@ -508,7 +514,7 @@ def book(
             bar.set_postfix_str(source.stem)
             output = target_dir / executed_name(source)
             seconds = execute_notebook(source, output, parameters, progress=progress, repo=repo,
-                                       answer_log=answer_log)
+                                       answer_log=answer_log, cached_only=cached_only)
             result.chapters.append(ChapterRun(source.stem, output, seconds, parameters,
                                               _shown(source, repo), source_digest(source)))
         bar.close()
