@@ -313,6 +313,38 @@ def choice_document(dev_studies: Sequence[str | Path], test_study: str | Path | 
             "test": held_out_figures(test_study, choice["style"]) if test_study is not None else None}
 
 
+def _types(per_type: Mapping[str, Mapping[str, int]]) -> str:
+    return ", ".join(f"{name} {row['passed']}/{row['cases']}" for name, row in sorted(per_type.items()))
+
+
+def choice_tables(document: Mapping[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    """The rows of `choice_document`'s three tables, for the README and chapter 9 alike (each
+    labels `style`/`chosen` and `upper`/`lower` its own way): each
+    style on the pooled dev tasks (per corpus, with its cost), the chosen style paired against
+    the others, and the chosen style on each corpus's test tasks (empty until read)."""
+    dev, test = document["dev"], document["test"]
+    styles = []
+    for row in sorted(dev["styles"], key=lambda r: -r["passed"]):
+        styles.append({"style": row["style"], "chosen": row["style"] == dev["style"],
+                       f"dev passed (of {row['cases']})": row["passed"],
+                       **{name: f"{row['per_corpus'][name]['passed']}/{row['per_corpus'][name]['cases']}"
+                          for name in dev["corpora"] if name in row["per_corpus"]},
+                       "median s / answer": f"{row['median_seconds_per_answer']:.0f}",
+                       "prompt / completion tokens":
+                           f"{row['prompt_tokens']:,.0f} / {row['completion_tokens']:,.0f}"})
+    paired = [{"upper": p["upper"], "lower": p["lower"], "tasks": p["tasks"],
+               "difference [95%]": f"{p['difference']:+.3f} [{p['low']:+.3f}, {p['high']:+.3f}]",
+               "McNemar p": f"{p['mcnemar_p']:.3f}", "separated": "yes" if p["separated"] else "no"}
+              for p in dev["chosen_against_others"]]
+    tested = [{"corpus": r["corpus"], "passed": f"{r['passed']} of {r['cases']}",
+               "pass rate [95%]": f"{r['pass_rate']:.2f} [{r['low']:.2f}, {r['high']:.2f}]",
+               "by question type": _types(r["per_question_type"]),
+               "median s / answer": f"{r['median_seconds_per_answer']:.0f}",
+               "prompt / completion tokens": f"{r['prompt_tokens']:,.0f} / {r['completion_tokens']:,.0f}"}
+              for r in (test or {}).get("corpora", [])]
+    return {"styles": styles, "paired": paired, "test": tested}
+
+
 def main(argv: list[str] | None = None) -> int:
     """`python -m memory_lab.reader_study choice DEV_STUDY... [--test STUDY] [--out FILE]`."""
     import argparse

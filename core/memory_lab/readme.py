@@ -112,44 +112,26 @@ def reader_ceiling(root: Path) -> str:
             f"(study `{document['study']}`):\n\n" + _markdown(pd.DataFrame(table)) + "\n")
 
 
-def _types(per_type: dict[str, dict[str, int]]) -> str:
-    return ", ".join(f"{name} {row['passed']}/{row['cases']}" for name, row in sorted(per_type.items()))
-
-
 def reader_choice(root: Path) -> str:
     """The default style chosen on pooled dev tasks of four corpora, then its test figures."""
+    from .reader_study import choice_tables
+
     document = _load(root, READER_CHOICE)
     dev, test = document["dev"], document["test"]
-    corpora = dev["corpora"]
-    rows = []
-    for row in sorted(dev["styles"], key=lambda r: -r["passed"]):
-        label = f"`{row['style']}`" + (" (chosen)" if row["style"] == dev["style"] else "")
-        rows.append({"style": label, f"dev passed (of {row['cases']})": row["passed"],
-                     **{name: f"{row['per_corpus'][name]['passed']}/{row['per_corpus'][name]['cases']}"
-                        for name in corpora if name in row["per_corpus"]},
-                     "median s / answer": f"{row['median_seconds_per_answer']:.0f}",
-                     "prompt / completion tokens":
-                         f"{row['prompt_tokens']:,.0f} / {row['completion_tokens']:,.0f}"})
-    paired = [{"step": f"`{p['upper']}` − `{p['lower']}`", "tasks": p["tasks"],
-               "difference [95%]": f"{p['difference']:+.3f} [{p['low']:+.3f}, {p['high']:+.3f}]",
-               "McNemar p": f"{p['mcnemar_p']:.3f}", "separated": "yes" if p["separated"] else "no"}
-              for p in dev["chosen_against_others"]]
-    text = (f"The reading style chosen on the pooled dev tasks of {', '.join(corpora)} "
+    tables = choice_tables(document)
+    styles = [{"style": f"`{row.pop('style')}`" + (" (chosen)" if row.pop("chosen") else ""), **row}
+              for row in tables["styles"]]
+    paired = [{"step": f"`{row.pop('upper')}` − `{row.pop('lower')}`", **row} for row in tables["paired"]]
+    text = (f"The reading style chosen on the pooled dev tasks of {', '.join(dev['corpora'])} "
             f"(`oracle-source` context, reader `{document['reader']}`), from `{READER_CHOICE}` "
             f"(studies {', '.join(f'`{s}`' for s in dev['studies'])}):\n\n"
-            + _markdown(pd.DataFrame(rows)) + "\n\nThe chosen style against the others, "
+            + _markdown(pd.DataFrame(styles)) + "\n\nThe chosen style against the others, "
             "paired on the same dev tasks:\n\n" + _markdown(pd.DataFrame(paired)) + "\n")
     if test is None:
         return text + "\nThe test tasks have not been read yet.\n"
-    tested = [{"corpus": r["corpus"], "passed": f"{r['passed']} of {r['cases']}",
-               "pass rate [95%]": f"{r['pass_rate']:.2f} [{r['low']:.2f}, {r['high']:.2f}]",
-               "by question type": _types(r["per_question_type"]),
-               "median s / answer": f"{r['median_seconds_per_answer']:.0f}",
-               "prompt / completion tokens": f"{r['prompt_tokens']:,.0f} / {r['completion_tokens']:,.0f}"}
-              for r in test["corpora"]]
     return (text + f"\n`{test['style']}` on the test tasks, read once (study `{test['study']}`); "
             f"lowest corpus {test['lowest']:.2f}, gap between best and worst corpus "
-            f"{test['gap']:.2f}:\n\n" + _markdown(pd.DataFrame(tested)) + "\n")
+            f"{test['gap']:.2f}:\n\n" + _markdown(pd.DataFrame(tables["test"])) + "\n")
 
 
 def published_ladder(root: Path) -> str:
