@@ -44,6 +44,7 @@ FULL_HISTORY = "full-history"
 FULL_HISTORY_CORPORA = ("fixture", "peps", "world_s7", "world_s11")
 COLD_CHECK_CORPUS = "fixture"
 COLD = "full-history-cold"
+STAGES = ("candidates", "admitted", "cited")  # where stage recall is measured
 COLD_CHECK_TASKS = 6  # each cold read prefills the whole window: minutes an answer
 WORLD_SEEDS = (7, 11)
 WORLD_DOCS = 60
@@ -130,6 +131,9 @@ def prefix_cache_check(cases: Sequence[Mapping[str, Any]]) -> dict[str, Any] | N
     if not shared:
         return None
 
+    def reused(case: Mapping[str, Any]) -> int:
+        return (case.get("reader_trace") or {}).get("cached_prompt_tokens", 0)
+
     def read(members: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         computed = [c for c in members if c.get("answer_calls")]
         return {"passed": sum(bool(c["score"]["passed"]) for c in members),
@@ -138,9 +142,6 @@ def prefix_cache_check(cases: Sequence[Mapping[str, Any]]) -> dict[str, Any] | N
                 "mean_cached_prompt_tokens": round(statistics.fmean(reused(c) for c in computed), 1)
                 if computed else None,
                 "mean_prompt_tokens": round(statistics.fmean(c["tokens"]["prompt"] for c in members), 1)}
-
-    def reused(case: Mapping[str, Any]) -> int:
-        return (case.get("reader_trace") or {}).get("cached_prompt_tokens", 0)
 
     pairs = [(warm[t], cold[t]) for t in shared]
     return {"tasks": len(shared),
@@ -153,9 +154,6 @@ def prefix_cache_check(cases: Sequence[Mapping[str, Any]]) -> dict[str, Any] | N
                           "warm_seconds": w.get("answer_seconds"), "cold_seconds": c.get("answer_seconds"),
                           "cached_prompt_tokens": reused(w)}
                          for t, (w, c) in zip(shared, pairs, strict=True)]}
-
-
-STAGES = ("candidates", "admitted", "cited")
 
 
 def stage_recall(cases: Sequence[Mapping[str, Any]], order: Sequence[str]) -> list[dict[str, Any]]:

@@ -96,7 +96,7 @@ def _recalls(cases: Sequence[Mapping[str, Any]]) -> dict[tuple[str, str, str], f
         metrics = case["score"].get("stage_metrics", {})
         for stage in STAGES:
             if stage in metrics and metrics[stage].get("recall") is not None:
-                out[(case["condition"], case["_task"], stage)] = float(metrics[stage]["recall"])
+                out[(case["condition"], case["task_id"], stage)] = float(metrics[stage]["recall"])
     return out
 
 
@@ -110,24 +110,24 @@ def summarise(study_dir: str | Path) -> dict[str, Any]:
     study_dir = repo_path(study_dir)
     manifest = json.loads((study_dir / "manifest.json").read_text(encoding="utf-8"))
     # Unfinished slots too (the reranked rung reads for hours); the manifest's status says which.
-    cases = [{**c, "_corpus": c["corpus"], "_task": c["task_id"]} for c in study_cli.study_cases(study_dir)]
+    cases = study_cli.study_cases(study_dir)  # task ids keyed corpus/task
     cases = [c for c in cases if _reported(c)]
     groups: dict[tuple[str, str, str], list[Mapping[str, Any]]] = {}
     for case in cases:
-        for corpus in ("all", case["_corpus"]):
+        for corpus in ("all", case["corpus"]):
             for kind in ("all", case["question_type"]):
                 groups.setdefault((corpus, kind, case["condition"]), []).append(case)
     table = []
     for (corpus, kind, condition), members in sorted(groups.items()):
         recalls = _recalls(members)
         row = {"corpus": corpus, "question_type": kind, "condition": condition,
-               "tasks": len({c["_task"] for c in members})}
+               "tasks": len({c["task_id"] for c in members})}
         for stage in STAGES:
             row[f"recall_at_{stage}"] = bootstrap_mean([v for (_, _, s), v in recalls.items() if s == stage])
         table.append(row)
     paired = []
     recalls = _recalls(cases)
-    for corpus in ["all", *sorted({c["_corpus"] for c in cases})]:
+    for corpus in ["all", *sorted({c["corpus"] for c in cases})]:
         for upper, lower in COMPARISONS:
             for stage in STAGES:
                 tasks = sorted({t for (c, t, s) in recalls if c == upper and s == stage
@@ -141,11 +141,11 @@ def summarise(study_dir: str | Path) -> dict[str, Any]:
                                "tasks": len(tasks), "difference": round(float(np.mean(diffs)), 4),
                                "low": round(low, 4), "high": round(high, 4),
                                "separated": low > 0 or high < 0})
-    pooled = {c["_task"] for c in cases}
+    pooled = {c["task_id"] for c in cases}
     return {"study": display_path(study_dir), "manifest": manifest, "tasks": len(pooled),
             "complete": manifest.get("status") == "complete",
-            "tasks_per_corpus": {name: len({c["_task"] for c in cases if c["_corpus"] == name})
-                                 for name in sorted({c["_corpus"] for c in cases})},
+            "tasks_per_corpus": {name: len({c["task_id"] for c in cases if c["corpus"] == name})
+                                 for name in sorted({c["corpus"] for c in cases})},
             "note": "best is tuned on each task file's dev tasks; its rows hold test tasks only",
             "table": table, "paired": paired}
 
