@@ -33,6 +33,7 @@ LATENCY = Path("benchmarks/results/latency.json")
 RETRIEVAL_LADDER = Path("benchmarks/results/retrieval-ladder.json")
 ANSWER_LADDER = Path("benchmarks/results/answer-ladder.json")
 SCALE = Path("benchmarks/results/scale.json")
+REPRODUCTION = Path("benchmarks/results/book-reproduction.json")
 DOCUMENTS = (Path("README.md"), Path("book/benchmarks.md"))
 PUBLISHED_RUNS = Path("book/published/runs")
 
@@ -366,13 +367,33 @@ def scale_curve(root: Path) -> str:
     return f"HNSW recall@10 against exact search, from `{SCALE}`:\n\n" + _markdown(pd.DataFrame(rows)) + "\n"
 
 
+def reproduction(root: Path) -> str:
+    """What the README's main command took on a fresh clone (`memory_lab.reproduction`)."""
+    document = _load(root, REPRODUCTION)
+    answers, machine = document["answers"], document["machine"]
+    layers = ", ".join(f"{count} from `{layer}`" for layer, count in sorted(answers["by_layer"].items()))
+    chapters = [{"chapter": name, "seconds": f"{seconds:,.0f}"}
+                for name, seconds in document["chapters"].items()]
+    verdict = "within" if document["within_goal"] else "over"
+    load = machine.get("load_average") or ["?"]
+    return (f"`{document['command']}` on a fresh clone of `{document['commit'][:7]}` with a memory home of "
+            f"its own, from `{REPRODUCTION}`: {document['book_seconds'] / 60:.1f} minutes on "
+            f"{machine['cpu_count']} cores (load average {load[0]} when it started; the install before it "
+            f"{(document['install_seconds'] or 0) / 60:.1f} minutes), {verdict} the goal of "
+            f"{document['goal_minutes']}. Answers and reranker scores: {answers['from_cache']} from the "
+            f"committed caches ({layers or 'none'}), {answers['computed']} computed, "
+            f"{answers['refused']} refused. Seconds per chapter (the build "
+            f"{document['build_seconds']:,.0f} s):"
+            "\n\n" + _markdown(pd.DataFrame(chapters)) + "\n")
+
+
 RENDERERS: dict[str, Callable[[Path], str]] = {
     "scifact": scifact, "reader-ceiling": reader_ceiling, "reader-choice": reader_choice,
     "ladder": published_ladder,
     "downstream": downstream_ladder, "retrieval-ladder": retrieval_ladder, "answer-ladder": answer_ladder,
     "latency": latency_stages, "scale": scale_summary,
     "scale-curve": scale_curve, "encoder": encoder_threads,
-    "ingest": ingest_ratio,
+    "ingest": ingest_ratio, "reproduction": reproduction,
 }
 
 
