@@ -23,7 +23,7 @@ def _run(path, cases):
 def test_phases_read_the_ladder_everywhere_before_full_history_then_its_cold_check():
     order = phases(["fixture", "peps"])
     assert [slot for slot, *_ in order] == ["fixture", "peps", "fixture.full-history",
-                                             "peps.full-history", "fixture.full-history-cold"]
+                                             "fixture.full-history-cold"]
     assert order[2][2:] == (("full-history",), None)
     assert order[-1][2:] == (("full-history-cold",), COLD_CHECK_TASKS)
 
