@@ -136,17 +136,24 @@ def reader_choice(root: Path) -> str:
 
 
 def published_ladder(root: Path) -> str:
+    """The published chapter 7 run: passes per rung with bootstrap 95% intervals from its own cases."""
+    from .evaluation import load_run
+    from .intervals import pass_rates
+
     runs = sorted((root / PUBLISHED_RUNS).glob("*/*/scorecard.json"))
     if not runs:
         raise ReadmeError(f"no published ladder run under {PUBLISHED_RUNS}")
     path = runs[-1]
     document = json.loads(path.read_text(encoding="utf-8"))
     cells = pd.DataFrame(document["scorecard"]["cells"])
-    totals = cells[cells["question_type"] == "all"].set_index("condition")[["passed", "cases"]]
-    table = [{"condition": f"`{name}`", "passed": int(row.passed), "of": int(row.cases)}
-             for name, row in totals.iterrows()]
+    order = list(dict.fromkeys(cells["condition"]))
+    _, cases = load_run(path.parent)
+    table = [{"condition": f"`{r.condition}`", "passed": r.passed, "of": r.cases,
+              "pass rate [95%]": f"{r.rate:.2f} [{r.low:.2f}, {r.high:.2f}]"}
+             for r in pass_rates(cases, order, per_type=False)]
     relative = path.relative_to(root).as_posix()
-    return (f"The published ladder, from `{relative}` (grader `{document['grader_version']}`):\n\n"
+    return (f"The published ladder, from `{relative}` (grader `{document['grader_version']}`; "
+            f"{len({c['task_id'] for c in cases})} tasks; bootstrap 95% intervals over them):\n\n"
             + _markdown(pd.DataFrame(table)) + "\n")
 
 
