@@ -54,3 +54,14 @@ def test_the_reading_is_computed_from_the_intervals():
     assert any("not separated" in line for line in
                intervals.reading(intervals.ladder_differences(ladder(4, 2, 20, 34))))
     assert intervals.paired_difference(intervals.verdicts(cases), "dense", "lexical") is None
+
+
+def test_a_sweep_is_read_against_its_default_on_the_same_tasks():
+    rows = []
+    for i in range(40):
+        for variant, passing in (("passages=6", 30), ("passages=2", 10), ("tokens=3000", 30)):
+            rows.append({"variant": variant, "task": f"t{i}", "question_type": "locate",
+                         "passed": float(i < passing)})
+    lines = intervals.sweep_reading(rows, "passages=6")
+    assert lines[0].startswith("`passages=2` is below `passages=6`: -0.50")
+    assert lines[-1] == "The same verdict as `passages=6` on every task: `tokens=3000`."

@@ -1,6 +1,7 @@
 """Issue 20's answer-level ladder: the LLM reader on every task of several corpora.
 
-Twelve fixture tasks, where one task is eight points, separate nothing. This reads every task of the fixture, the PEPs and two generated
+Twelve fixture tasks, where one task is eight points, separate nothing. This
+reads every task of the fixture, the PEPs and two generated
 worlds under `no-memory`, `hybrid`, `best` and `oracle-source` with the default
 reader, then `full-history` on every fixture task (its input is the oldest history up
 to the reader's window, the same for every question of a corpus and as-of

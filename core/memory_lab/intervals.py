@@ -166,3 +166,22 @@ def reading(differences: Sequence[PairedDifference], rates: Sequence[RateInterva
                      + ", ".join(f"`{r.condition}` ±{(r.high - r.low) / 2:.2f} over {r.cases}" for r in wide)
                      + ".")
     return lines
+
+
+def sweep_reading(rows: Iterable[Mapping[str, Any]], reference: str, *, variant_key: str = "variant",
+                  task_key: str = "task") -> list[str]:
+    """A sweep read like the ladder: every variant against `reference` (the default settings),
+    paired on the same tasks. `rows` are a study's per-task rows with a 0/1 `passed`."""
+    cases = [{"condition": row[variant_key], "task_id": row[task_key],
+              "question_type": row.get("question_type", ALL_TYPES), "score": {"passed": bool(row["passed"])}}
+             for row in rows]
+    names = list(dict.fromkeys(c["condition"] for c in cases))
+    comparisons = [(name, reference) for name in names if name != reference]
+    differences = [d for d in ladder_differences(cases, comparisons, per_type=False)
+                   if d.only_upper or d.only_lower]
+    same = [name for name, _ in comparisons if not any(d.upper == name for d in differences)]
+    lines = reading(differences, [r for r in pass_rates(cases, [reference], per_type=False)])
+    if same:
+        lines.append("The same verdict as `" + reference + "` on every task: "
+                     + ", ".join(f"`{name}`" for name in same) + ".")
+    return lines
