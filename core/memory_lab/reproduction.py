@@ -21,7 +21,6 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -92,12 +91,14 @@ def reproduce(repo: Path, clone: Path) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--clone", type=Path, default=None,
-                        help="a new folder for the clone (default: one under the system's temp folder)")
+                        help="a new folder for the clone (default: a sibling of the repository, so the "
+                             "shared data the profiles name as ../shared resolves as it does here)")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT,
                         help="the record (relative to the repository)")
     args = parser.parse_args(argv)
     repo = project_root()
-    clone = args.clone or Path(tempfile.mkdtemp(prefix="book-reproduction-")) / "clone"
+    stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
+    clone = args.clone or repo.parent / f"{repo.name}-reproduction-{stamp}"
     try:
         document = reproduce(repo, clone.resolve())
     except ReproductionError as exc:
