@@ -177,10 +177,10 @@ def sweep_reading(rows: Iterable[Mapping[str, Any]], reference: str, *, variant_
              for row in rows]
     names = list(dict.fromkeys(c["condition"] for c in cases))
     comparisons = [(name, reference) for name in names if name != reference]
-    differences = [d for d in ladder_differences(cases, comparisons, per_type=False)
-                   if d.only_upper or d.only_lower]
-    same = [name for name, _ in comparisons if not any(d.upper == name for d in differences)]
-    lines = reading(differences, [r for r in pass_rates(cases, [reference], per_type=False)])
+    compared = ladder_differences(cases, comparisons, per_type=False)
+    differences = [d for d in compared if d.only_upper or d.only_lower]
+    same = [d.upper for d in compared if not (d.only_upper or d.only_lower)]
+    lines = reading(differences, pass_rates(cases, [reference], per_type=False))
     if same:
         lines.append("The same verdict as `" + reference + "` on every task: "
                      + ", ".join(f"`{name}`" for name in same) + ".")
