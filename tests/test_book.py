@@ -336,6 +336,26 @@ def test_publish_copies_chapters_and_the_runs_they_name_then_installs_them(tmp_p
     assert all("hide-input" in _tags(c) for c in folded.cells if c.cell_type == "code")
 
 
+def test_publish_exports_the_document_vectors_the_chapters_used(tmp_path, monkeypatch):
+    import numpy as np
+
+    from memory_baseline import vector_cache
+
+    monkeypatch.setenv("MEMORY_BASELINE_HOME", str(tmp_path / "home"))
+    repo = _fake_repo(tmp_path, "full", "runs/book/ingest-x")
+    run = repo / "runs" / "book" / "ingest-x"
+    run.mkdir(parents=True)
+    (run / "manifest.json").write_text("{}", encoding="utf-8")
+    home = vector_cache.VectorCache(tmp_path / "home" / "vector-cache")
+    home.put("minilm-384-abc", ["d1", "d2"], np.eye(2, 384, dtype=np.float32))
+    (book.chapters_dir(repo) / book.VECTOR_LOG).write_text(
+        '{"embedder": "minilm-384-abc", "served": {}, "computed": ["d2"]}\n', encoding="utf-8")
+    target = book.publish("full", repo)
+    published = vector_cache.VectorCache(tmp_path / "nowhere", read_first=[target / "vector-cache"])
+    assert list(published.get("minilm-384-abc", ["d1", "d2"])) == ["d2"]
+    assert np.array_equal(published.get("minilm-384-abc", ["d2"])["d2"][1], np.eye(2, 384)[1])
+
+
 def test_publish_refuses_a_mixed_or_smoke_book(tmp_path):
     repo = _fake_repo(tmp_path, "smoke", "runs/book/ingest-x")
     with pytest.raises(book.BookError, match="not executed under the 'full' profile: 01_ingest"):

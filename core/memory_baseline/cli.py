@@ -325,6 +325,9 @@ def cmd_book(args: argparse.Namespace) -> int:
             layers = ", ".join(f"{n} from {layer}" for layer, n in result.answers["by_layer"].items())
             print(f"answers: {result.answers['from_cache']} from the cache ({layers or 'none'}), "
                   f"{result.answers['computed']} computed")
+        if result.vectors:
+            print(f"document vectors: {result.vectors['from_cache']} from the cache, "
+                  f"{result.vectors['computed']} computed")
         print(f"book built: {result.index_html}")
     return EXIT_OK
 

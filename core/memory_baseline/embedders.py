@@ -36,6 +36,7 @@ import numpy as np
 
 from memory_baseline.config import EmbedderConfig
 from memory_baseline.models import models_home
+from memory_baseline.vector_cache import CachedEmbedder, VectorCache
 
 
 class EmbedderError(ValueError):
@@ -739,4 +740,8 @@ def get_embedder(config: EmbedderConfig) -> Embedder:
         raise EmbedderError(
             f"unknown embedder {config.name!r}; choose one of: {', '.join(sorted(EMBEDDERS))}"
         )
-    return builder(config)
+    embedder = builder(config)
+    # The book's kernels switch the vector cache on (memory_baseline.vector_cache); a user's
+    # ingest does not, and computes every vector.
+    vectors = VectorCache.from_environment()
+    return CachedEmbedder(embedder, vectors) if vectors is not None else embedder

@@ -20,7 +20,10 @@ executed copies here rather than to every cell of the sources), and cells tagged
 The published results are one `full` run: `publish()` copies its executed chapters,
 and every run directory their captions name, into `book/published/` (committed),
 and `book(published=True)` builds the book from those copies without executing
-anything, so the HTML shows exactly that run's outputs.
+anything, so the HTML shows exactly that run's outputs. The answers, reranker
+scores and document vectors the run used are exported beside it
+(`answer-cache/`, `vector-cache/`) and read first by every later execution, so
+`book --profile full` on a fresh clone recomputes only what a change invalidates.
 
 Profile files: a `[all]` table of parameters offered to every notebook (each
 notebook takes only the names its `parameters` cell declares) and one table per
@@ -53,6 +56,7 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
+from memory_baseline import vector_cache
 from memory_baseline.answer_cache import CACHE_ONLY_ENV, READ_FIRST_ENV, USAGE_LOG_ENV, AnswerCache, usage
 
 from .paths import ROOT_ENV, project_root
@@ -110,10 +114,12 @@ class BookResult:
     build_seconds: float | None = None
     index_html: Path | None = None
     answers: dict[str, Any] = field(default_factory=dict)  # answer_cache.usage of the executions
+    vectors: dict[str, Any] = field(default_factory=dict)  # vector_cache.usage of the executions
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "answers": {k: v for k, v in self.answers.items() if k != "keys"},
+            "vectors": {k: v for k, v in self.vectors.items() if k != "used"},
             "profile": self.profile,
             "chapters": [{"name": c.name, "output": str(c.output), "seconds": round(c.seconds, 1),
                           "parameters": c.parameters} for c in self.chapters],
@@ -272,6 +278,11 @@ def publish(profile: str = "full", repo: str | Path | None = None) -> Path:
     if used:
         AnswerCache(read_first=[repo / c for c in COMMITTED_ANSWER_CACHES]).export(
             used, staging / "answer-cache")
+    # And the document vectors, so a rebuild does not spend its time encoding.
+    vectors = vector_cache.usage(executed / VECTOR_LOG)["used"]
+    if vectors:
+        vector_cache.VectorCache(_vector_home(), read_first=[repo / COMMITTED_VECTOR_CACHE]).export(
+            vectors, staging / "vector-cache")
     document = {"profile": profile, "published": datetime.now(UTC).isoformat(),
                 "chapters": {s.stem: entries[s.stem] for s in sources}, "runs": sorted(runs)}
     (staging / EXECUTION_LOG).write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
@@ -282,7 +293,10 @@ def publish(profile: str = "full", repo: str | Path | None = None) -> Path:
 
 def answer_usage(log: Path, repo: Path, since: int = 0) -> dict[str, Any]:
     """How the executed chapters got their answers (`answer_cache.usage`), layers shown relative."""
-    counts = usage(log, since)
+    return _shown_layers(usage(log, since), repo)
+
+
+def _shown_layers(counts: dict[str, Any], repo: Path) -> dict[str, Any]:
     counts["by_layer"] = {(_shown(Path(k), repo) if k else k): v for k, v in counts["by_layer"].items()}
     return counts
 
@@ -383,6 +397,16 @@ def require_kernel() -> None:
 # invalidates.
 COMMITTED_ANSWER_CACHES = ("book/published/answer-cache", "benchmarks/answer-cache")
 ANSWER_LOG = "_answers.jsonl"
+# The published run's document vectors (memory_baseline.vector_cache), read before the
+# memory home's own; the kernels log which they used to VECTOR_LOG.
+COMMITTED_VECTOR_CACHE = "book/published/vector-cache"
+VECTOR_LOG = "_vectors.jsonl"
+
+
+def _vector_home() -> Path:
+    from memory_baseline.server import memory_home
+
+    return memory_home() / "vector-cache"
 
 
 @contextlib.contextmanager
@@ -393,7 +417,10 @@ def _kernel_environment(repo: Path, answer_log: Path, cached_only: bool = False)
     layers = [str(repo / c) for c in COMMITTED_ANSWER_CACHES if (repo / c).is_dir()]
     own = [p for p in os.environ.get(READ_FIRST_ENV, "").split(os.pathsep) if p]
     wanted = {ROOT_ENV: str(repo), READ_FIRST_ENV: os.pathsep.join(dict.fromkeys(own + layers)),
-              USAGE_LOG_ENV: str(answer_log)}
+              USAGE_LOG_ENV: str(answer_log),
+              vector_cache.WRITE_ENV: str(_vector_home()),
+              vector_cache.READ_FIRST_ENV: str(repo / COMMITTED_VECTOR_CACHE),
+              vector_cache.USAGE_LOG_ENV: str(answer_log.with_name(VECTOR_LOG))}
     if cached_only:
         wanted[CACHE_ONLY_ENV] = "1"
     before = {name: os.environ.get(name) for name in wanted}
@@ -506,9 +533,12 @@ def book(
         # The log covers every chapter in book/chapters (publish exports its keys), so an
         # `--only` run appends to it; a whole run starts it afresh.
         answer_log = target_dir / ANSWER_LOG
+        vector_log = target_dir / VECTOR_LOG
         if only is None:
             answer_log.unlink(missing_ok=True)
+            vector_log.unlink(missing_ok=True)
         start = answer_log.stat().st_size if answer_log.is_file() else 0
+        vector_start = vector_log.stat().st_size if vector_log.is_file() else 0
         bar = tqdm(plans, desc=f"book ({result.profile})", unit="chapter", disable=not progress)
         for source, parameters in bar:
             bar.set_postfix_str(source.stem)
@@ -519,6 +549,7 @@ def book(
                                               _shown(source, repo), source_digest(source)))
         bar.close()
         result.answers = answer_usage(answer_log, repo, start)
+        result.vectors = _shown_layers(vector_cache.usage(vector_log, vector_start), repo)
     for source in sources:
         copy = target_dir / executed_name(source)
         if not copy.exists():
@@ -562,5 +593,7 @@ def _write_log(path: Path, result: BookResult, profile_path: Path, repo: Path) -
                 "chapters": chapters, "placeholders": result.placeholders,
                 "answers": {k: v for k, v in result.answers.items() if k != "keys"}
                 if result.answers else previous.get("answers"),
+                "vectors": {k: v for k, v in result.vectors.items() if k != "used"}
+                if result.vectors else previous.get("vectors"),
                 "build_seconds": None if result.build_seconds is None else round(result.build_seconds, 1)}
     path.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")

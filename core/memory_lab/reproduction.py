@@ -65,7 +65,8 @@ def record_from_clone(clone: Path, *, book_seconds: float, install_seconds: floa
             "build_seconds": log.get("build_seconds"),
             "chapters": {name: chapter["seconds"] for name, chapter in sorted(log["chapters"].items())},
             "answers": {"from_cache": answers.get("from_cache", 0), "by_layer": answers.get("by_layer", {}),
-                        "computed": answers.get("computed", 0), "refused": answers.get("refused", 0)}}
+                        "computed": answers.get("computed", 0), "refused": answers.get("refused", 0)},
+            "vectors": {k: (log.get("vectors") or {}).get(k, 0) for k in ("from_cache", "computed")}}
 
 
 def reproduce(repo: Path, clone: Path) -> dict[str, Any]:
