@@ -58,17 +58,21 @@ class CacheOnlyError(ValueError):
     """An answer is in no cache layer and computing it is switched off."""
 
 
-def _log_usage(event: str, key: str, layer: str | None = None) -> None:
-    path = os.environ.get(USAGE_LOG_ENV)
-    if not path:
-        return
-    line = json.dumps({"event": event, "key": key, "layer": layer}) + "\n"
-    # One short O_APPEND write per line: lines of concurrent processes do not interleave.
+def append_record(path: str | Path, record: dict[str, Any]) -> None:
+    """Append one JSON line to a usage log with a single O_APPEND write, so the lines of
+    concurrent processes do not interleave."""
+    line = json.dumps(record) + "\n"
     descriptor = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     try:
         os.write(descriptor, line.encode("utf-8"))
     finally:
         os.close(descriptor)
+
+
+def _log_usage(event: str, key: str, layer: str | None = None) -> None:
+    path = os.environ.get(USAGE_LOG_ENV)
+    if path:
+        append_record(path, {"event": event, "key": key, "layer": layer})
 
 
 def usage(path: str | Path, since: int = 0) -> dict[str, Any]:

@@ -32,6 +32,8 @@ from typing import Any
 
 import numpy as np
 
+from .answer_cache import append_record
+
 WRITE_ENV = "MEMORY_BASELINE_VECTOR_CACHE"
 READ_FIRST_ENV = "MEMORY_BASELINE_VECTOR_CACHE_PATH"
 USAGE_LOG_ENV = "MEMORY_BASELINE_VECTOR_CACHE_LOG"
@@ -43,15 +45,8 @@ def text_digest(text: str) -> str:
 
 def _log_usage(identity_key: str, served: Mapping[str, list[str]], computed: list[str]) -> None:
     path = os.environ.get(USAGE_LOG_ENV)
-    if not path:
-        return
-    line = json.dumps({"embedder": identity_key, "served": served, "computed": computed}) + "\n"
-    # One O_APPEND write per batch, as the answer cache does: concurrent lines do not interleave.
-    descriptor = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    try:
-        os.write(descriptor, line.encode("utf-8"))
-    finally:
-        os.close(descriptor)
+    if path:
+        append_record(path, {"embedder": identity_key, "served": served, "computed": computed})
 
 
 def usage(path: str | Path, since: int = 0) -> dict[str, Any]:
