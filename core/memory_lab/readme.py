@@ -146,9 +146,11 @@ def published_ladder(root: Path) -> str:
     path = runs[-1]
     document = json.loads(path.read_text(encoding="utf-8"))
     cells = pd.DataFrame(document["scorecard"]["cells"])
-    order = list(dict.fromkeys(cells["condition"]))
-    _, cases = load_run(path.parent)
-    table = [{"condition": f"`{r.condition}`", "passed": r.passed, "of": r.cases,
+    manifest, cases = load_run(path.parent)
+    present = list(dict.fromkeys(cells["condition"]))
+    order = [c for c in manifest.get("condition_order", []) if c in present] or present
+    table = [{"condition": f"`{r.condition}`" + (" (test tasks)" if r.condition == "best" else ""),
+              "passed": r.passed, "of": r.cases,
               "pass rate [95%]": f"{r.rate:.2f} [{r.low:.2f}, {r.high:.2f}]"}
              for r in pass_rates(cases, order, per_type=False)]
     relative = path.relative_to(root).as_posix()
