@@ -356,6 +356,22 @@ def test_publish_exports_the_document_vectors_the_chapters_used(tmp_path, monkey
     assert np.array_equal(published.get("minilm-384-abc", ["d2"])["d2"][1], np.eye(2, 384)[1])
 
 
+def test_publish_refuses_to_delete_a_published_run_that_other_files_cite(tmp_path):
+    repo = _fake_repo(tmp_path, "full", "runs/book/ingest-x")
+    for name in ("ingest-x", "old-study"):
+        where = repo / ("runs/book" if name == "ingest-x" else "book/published/runs/book") / name
+        where.mkdir(parents=True)
+        (where / "manifest.json").write_text("{}", encoding="utf-8")
+    (repo / "labels.json").write_text('{"run": "book/published/runs/book/old-study/x"}', encoding="utf-8")
+    _commit_all(repo)
+    with pytest.raises(book.BookError, match="would delete runs/book/old-study, which committed files"):
+        book.publish("full", repo)
+    assert (repo / "book/published/runs/book/old-study/manifest.json").is_file()
+    (repo / "labels.json").write_text('{"run": "benchmarks/runs/old-study/x"}', encoding="utf-8")
+    _commit_all(repo)
+    assert (book.publish("full", repo) / "runs/book/ingest-x/manifest.json").is_file()
+
+
 def test_publish_refuses_a_mixed_or_smoke_book(tmp_path):
     repo = _fake_repo(tmp_path, "smoke", "runs/book/ingest-x")
     with pytest.raises(book.BookError, match="not executed under the 'full' profile: 01_ingest"):
@@ -369,7 +385,9 @@ PUBLISHED = book.published_dir(REPO)
 
 def test_published_book_is_one_full_run_with_its_evidence():
     """What the committed book shows: every chapter executed under `full`, with outputs, every
-    figure and table naming a run directory that is committed next to it."""
+    figure and table naming a run directory that is committed next to it, complete — or stopped
+    with the reason in its manifest, or, for a long study still being read (resumable from its
+    case records), shown as unfinished by the chapter."""
     log = json.loads((PUBLISHED / book.EXECUTION_LOG).read_text(encoding="utf-8"))
     assert log["profile"] == "full"
     assert sorted(log["chapters"]) == [p.stem for p in NOTEBOOKS]
@@ -383,6 +401,9 @@ def test_published_book_is_one_full_run_with_its_evidence():
                     if o.get("output_type") == "error"], f"{source.stem} has an error output"
         runs = book.runs_named(executed)
         assert runs, f"{source.stem}: no caption names a run"
+        text = json.dumps([c.get("outputs", []) for c in notebook.cells if c.cell_type == "code"])
         for run in runs:
             manifest = json.loads((PUBLISHED / run / "manifest.json").read_text(encoding="utf-8"))
-            assert manifest.get("status", "complete") == "complete", run
+            status = manifest.get("status", "complete")
+            assert (status == "complete" or (status == "stopped" and manifest.get("stopped"))
+                    or f"Study `{run}`: unfinished" in text), run

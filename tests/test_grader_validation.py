@@ -225,7 +225,7 @@ def test_a_judge_joins_the_pass_rule_only_if_it_beats_the_lexical_check() -> Non
 
 
 def test_rescoring_a_committed_run_reads_the_recorded_answers(tasks) -> None:
-    cases = REPO / "book/published/runs/book/20261202T194755Z-4ab167/cases.jsonl"
+    cases = REPO / "benchmarks/runs/20261202T194755Z-4ab167/cases.jsonl"
     result = rescore_run(cases, tasks)
     assert result["cases"] == sum(1 for line in cases.read_text().splitlines() if line)
     assert result["old_grader_versions"] == ["instrument-1.0"]

@@ -19,7 +19,8 @@ def _clone_with_log(root: Path, answers: dict) -> Path:
     subprocess.run(["git", "-C", str(clone), "-c", "user.name=t", "-c", "user.email=t@t",
                     "commit", "-q", "--allow-empty", "-m", "x"], check=True)
     log = {"chapters": {"02_chunking": {"seconds": 120.4}, "01_ingest": {"seconds": 14.0}},
-           "answers": answers, "build_seconds": 61.2}
+           "answers": answers, "build_seconds": 61.2,
+           "vectors": {"from_cache": 6291, "by_layer": {"book/published/vector-cache": 6291}, "computed": 0}}
     (clone / "book" / "chapters" / "_execution.json").write_text(json.dumps(log), encoding="utf-8")
     return clone
 
@@ -32,6 +33,7 @@ def test_record_reads_the_book_log_and_judges_the_goal(tmp_path):
     assert list(record["chapters"]) == ["01_ingest", "02_chunking"]
     assert record["answers"] == {"from_cache": 7, "by_layer": {"benchmarks/answer-cache": 7},
                                  "computed": 0, "refused": 0}
+    assert record["vectors"] == {"from_cache": 6291, "computed": 0}
     assert len(record["commit"]) == 40
     slow = record_from_clone(clone, book_seconds=1801.0, install_seconds=None, machine={"cpu_count": 2})
     assert slow["within_goal"] is False
@@ -48,6 +50,7 @@ def test_rendered_record_names_its_file_and_counts(tmp_path):
     text = render_reproduction(tmp_path / "repo")
     assert "10.0 minutes" in text and "within the goal of 30" in text
     assert "3 from the committed caches" in text and "1 computed" in text
+    assert "document vectors: 6291 from the vector caches, 0 computed" in text
 
 
 def test_an_existing_clone_folder_is_refused(tmp_path):

@@ -92,6 +92,20 @@ def refuse_dirty_tree(repo: Path) -> None:
                              f"uncommitted changes (first: {changed[0][3:]}); commit them first")
 
 
+_CITED_RUN = re.compile(r"book/published/(runs/[\w.-]+/[\w.-]+)")
+
+
+def runs_cited_elsewhere(repo: Path) -> set[str]:
+    """Published run directories (`runs/<root>/<name>`) that tracked files outside
+    `book/published/` cite: grader labels and results files point at answers kept there."""
+    found = subprocess.run(["git", "grep", "-ohE", "book/published/runs/[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+",
+                            "--", ".", ":(exclude)book/published", ":(exclude)_build"],
+                           cwd=repo, capture_output=True, text=True, check=False)
+    if found.returncode > 1:  # 1 is "nothing found"
+        raise BookError(f"cannot list the runs other files cite: git grep: {found.stderr.strip()}")
+    return {m.group(1) for m in _CITED_RUN.finditer(found.stdout)}
+
+
 class BookBuildFailed(RuntimeError):
     """A chapter raised while executing, or Jupyter Book reported a warning or an error."""
 
@@ -266,6 +280,12 @@ def publish(profile: str = "full", repo: str | Path | None = None) -> Path:
     missing = sorted(run for run in runs if found(run) is None)
     if missing:
         raise BookError(f"captions name run directories that are not here: {', '.join(missing)}")
+    # Replacing book/published/ deletes every run the new chapters do not name; a run that a
+    # committed file elsewhere still cites would be lost with it, so that is refused.
+    orphaned = sorted(run for run in runs_cited_elsewhere(repo) - runs if (target / run).is_dir())
+    if orphaned:
+        raise BookError(f"publishing would delete {', '.join(orphaned)}, which committed files outside "
+                        "book/published cite: move it to benchmarks/runs and update them first")
     staging = target.with_name(target.name + ".new")
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)

@@ -391,7 +391,10 @@ def reproduction(root: Path) -> str:
             f"{(document['install_seconds'] or 0) / 60:.1f} minutes), {verdict} the goal of "
             f"{document['goal_minutes']}. Answers and reranker scores: {answers['from_cache']} from the "
             f"committed caches ({layers or 'none'}), {answers['computed']} computed, "
-            f"{answers['refused']} refused. Seconds per chapter (the build "
+            f"{answers['refused']} refused"
+            + (f"; document vectors: {document['vectors']['from_cache']} from the vector "
+               f"caches, {document['vectors']['computed']} computed" if document.get("vectors") else "")
+            + ". Seconds per chapter (the build "
             f"{document['build_seconds']:,.0f} s):"
             "\n\n" + _markdown(pd.DataFrame(chapters)) + "\n")
 
@@ -402,8 +405,7 @@ RENDERERS: dict[str, Callable[[Path], str]] = {
     "downstream": downstream_ladder, "retrieval-ladder": retrieval_ladder, "answer-ladder": answer_ladder,
     "latency": latency_stages, "scale": scale_summary,
     "scale-curve": scale_curve, "encoder": encoder_threads,
-    "ingest": ingest_ratio,
-    # "reproduction": reproduction joins when the first record (memory_lab.reproduction) is committed.
+    "ingest": ingest_ratio, "reproduction": reproduction,
 }
 
 
