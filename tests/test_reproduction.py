@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from memory_lab.readme import reproduction as render_reproduction
-from memory_lab.reproduction import ReproductionError, record_from_clone, reproduce
+from memory_lab.reproduction import ReproductionError, differing_outputs, record_from_clone, reproduce
 
 
 def _clone_with_log(root: Path, answers: dict) -> Path:
@@ -57,3 +57,25 @@ def test_an_existing_clone_folder_is_refused(tmp_path):
     (tmp_path / "taken").mkdir()
     with pytest.raises(ReproductionError, match="exists"):
         reproduce(tmp_path, tmp_path / "taken")
+
+
+def _chapter(folder: Path, table: str, timing: str) -> None:
+    import nbformat
+
+    notebook = nbformat.v4.new_notebook()
+    shown = nbformat.v4.new_code_cell("show()")
+    shown.outputs = [nbformat.v4.new_output("display_data", data={"text/html": table})]
+    timed = nbformat.v4.new_code_cell("time()", metadata={"tags": ["nbval-ignore-output"]})
+    timed.outputs = [nbformat.v4.new_output("stream", text=timing)]
+    notebook.cells = [shown, timed]
+    folder.mkdir(parents=True, exist_ok=True)
+    nbformat.write(notebook, folder / "07_ladder.ipynb")
+
+
+def test_outputs_are_compared_with_run_ids_and_timings_aside(tmp_path):
+    _chapter(tmp_path / "published", "run 20261207T051740Z-3fb253: 13 of 47", "41 ms")
+    _chapter(tmp_path / "same", "run 20261207T060000Z-aaaaaa: 13 of 47", "990 ms")
+    _chapter(tmp_path / "changed", "run 20261207T060000Z-aaaaaa: 14 of 47", "41 ms")
+    assert differing_outputs(tmp_path / "published", tmp_path / "same") == {"07_ladder": 0}
+    assert differing_outputs(tmp_path / "published", tmp_path / "changed") == {"07_ladder": 1}
+    assert differing_outputs(tmp_path / "published", tmp_path / "missing") == {"07_ladder": 1}

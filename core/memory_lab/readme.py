@@ -394,6 +394,8 @@ def reproduction(root: Path) -> str:
             f"{answers['refused']} refused"
             + (f"; document vectors: {document['vectors']['from_cache']} from the vector "
                f"caches, {document['vectors']['computed']} computed" if document.get("vectors") else "")
+            + (f". Tables and text outputs that differ from the published chapters (timings aside): "
+               f"{sum(document['differing_outputs'].values())}" if "differing_outputs" in document else "")
             + ". Seconds per chapter (the build "
             f"{document['build_seconds']:,.0f} s):"
             "\n\n" + _markdown(pd.DataFrame(chapters)) + "\n")

@@ -11,7 +11,11 @@ and the README's main command is timed with a memory home of its own (its own
 PostgreSQL cluster, model files and answer cache), so nothing this machine read
 before is reused except what the repository commits. The record names the
 commit, the machine and its load, the wall time, every chapter's seconds and
-where the answers came from; the README renders it (`memory_lab.readme`).
+where the answers came from, and compares every chapter's outputs with the
+published ones (`differing_outputs`: run ids aside, a table or text output that
+is not the published one character for character; cells tagged
+`nbval-ignore-output`, the timings, are left out, and so are figures, which
+carry their run's id). The README renders it (`memory_lab.readme`).
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -51,6 +56,38 @@ def _run(command: list[str], cwd: Path, env: dict[str, str] | None, log: Path) -
     return seconds
 
 
+_RUN_ID = re.compile(r"\d{8}T\d{6}Z-[0-9a-f]{6}")
+
+
+def _compared_outputs(notebook: Path) -> list[str]:
+    """A chapter's outputs as text, run ids masked; timing cells (`nbval-ignore-output`) left out."""
+    document = json.loads(notebook.read_text(encoding="utf-8"))
+    texts = []
+    for cell in document["cells"]:
+        if cell["cell_type"] != "code" or "nbval-ignore-output" in cell.get("metadata", {}).get("tags", []):
+            continue
+        for output in cell.get("outputs", []):
+            data = output.get("data", {})
+            # Figures are stamped with their run's id, so they are compared through the tables
+            # and text drawn from the same rows, not pixel by pixel.
+            text = "".join(data.get("text/html") or data.get("text/markdown") or output.get("text", ""))
+            texts.append(_RUN_ID.sub("RUN", text))
+    return texts
+
+
+def differing_outputs(published: Path, executed: Path) -> dict[str, int]:
+    """Per published chapter: how many compared outputs of its executed copy differ (a missing
+    chapter counts all of them)."""
+    differing = {}
+    for chapter in sorted(published.glob("[0-9][0-9]_*.ipynb")):
+        expected = _compared_outputs(chapter)
+        copy = executed / chapter.name
+        got = _compared_outputs(copy) if copy.is_file() else []
+        differing[chapter.stem] = (sum(a != b for a, b in zip(expected, got, strict=False))
+                                   + abs(len(expected) - len(got)))
+    return differing
+
+
 def record_from_clone(clone: Path, *, book_seconds: float, install_seconds: float | None,
                       machine: dict[str, Any]) -> dict[str, Any]:
     """The record of one reproduction, from the clone's own book log (book/chapters/_execution.json)."""
@@ -66,7 +103,8 @@ def record_from_clone(clone: Path, *, book_seconds: float, install_seconds: floa
             "chapters": {name: chapter["seconds"] for name, chapter in sorted(log["chapters"].items())},
             "answers": {"from_cache": answers.get("from_cache", 0), "by_layer": answers.get("by_layer", {}),
                         "computed": answers.get("computed", 0), "refused": answers.get("refused", 0)},
-            "vectors": {k: (log.get("vectors") or {}).get(k, 0) for k in ("from_cache", "computed")}}
+            "vectors": {k: (log.get("vectors") or {}).get(k, 0) for k in ("from_cache", "computed")},
+            "differing_outputs": differing_outputs(clone / "book" / "published", clone / "book" / "chapters")}
 
 
 def reproduce(repo: Path, clone: Path) -> dict[str, Any]:
