@@ -111,11 +111,13 @@ class VectorCache:
         vectors = np.asarray(vectors, dtype=np.float32)
         if len(digests) != len(vectors):
             raise ValueError(f"vector cache: {len(digests)} digests for {len(vectors)} vectors")
-        return self._write(self.root / identity_key, list(digests), vectors,
-                           also_remember=(identity_key, str(self.root)))
+        written = self._write(self.root / identity_key, list(digests), vectors)
+        if identity_key in self._loaded:  # keep this process's view current without rereading
+            for digest, vector in zip(digests, vectors, strict=True):
+                self._loaded[identity_key].setdefault(digest, (str(self.root), vector))
+        return written
 
-    def _write(self, folder: Path, digests: list[str], vectors: np.ndarray,
-               also_remember: tuple[str, str] | None = None) -> Path:
+    def _write(self, folder: Path, digests: list[str], vectors: np.ndarray) -> Path:
         folder.mkdir(parents=True, exist_ok=True)
         name = hashlib.sha256("\n".join(digests).encode("ascii")).hexdigest()[:32]
         target = folder / f"{name}.npz"
@@ -125,10 +127,6 @@ class VectorCache:
             os.replace(temporary, target)
         finally:
             temporary.unlink(missing_ok=True)
-        if also_remember is not None and also_remember[0] in self._loaded:
-            known = self._loaded[also_remember[0]]
-            for digest, vector in zip(digests, vectors, strict=True):
-                known.setdefault(digest, (also_remember[1], vector))
         return target
 
     def export(self, used: Mapping[str, Iterable[str]], target: str | Path) -> int:
