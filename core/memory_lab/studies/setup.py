@@ -171,11 +171,18 @@ def prepare_world(
 
 def index_corpus(conn: psycopg.Connection, config: Config, corpus_dir: str | Path,
                  *, progress: bool = False) -> SyncReport:
-    """Bring `config.index` in line with `corpus_dir` (a no-op when nothing changed)."""
+    """Bring `config.index` in line with `corpus_dir` (a no-op when nothing changed).
+
+    A study's index is a disposable mirror of the corpus its parameters name, so it
+    follows that corpus wholesale (`prune`): rerunning a chapter with another world
+    size or seed replaces the sources a previous run left. The removal guard exists
+    to protect a user's index from a mistyped path; here the path comes from the
+    study, and refusing would only leave the index describing a corpus nobody asked for.
+    """
     root = repo_path(corpus_dir)
     if not root.is_dir():
         raise StudyError(f"corpus folder {root} does not exist")
-    return sync(conn, config, str(root), remove_missing=True, progress=progress)
+    return sync(conn, config, str(root), remove_missing=True, prune=True, progress=progress)
 
 
 def load_task_subset(
