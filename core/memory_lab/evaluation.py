@@ -39,6 +39,7 @@ per task and condition, appended as they finish, so an interrupted run resumes),
 from __future__ import annotations
 
 import csv
+import hashlib
 import json
 import time
 from bisect import bisect_left, bisect_right
@@ -64,7 +65,7 @@ from memory_baseline.context_sources import (
     given,
 )
 from memory_baseline.embedders import Embedder, get_embedder
-from memory_baseline.ingest import SourceRecord, discover
+from memory_baseline.ingest import Discovery, SourceRecord, discover
 from memory_baseline.readers import Answer, Reader, get_reader
 from memory_baseline.refresh import sync
 from memory_baseline.retrieval import PassageText, RetrievalResult, Retriever
@@ -522,6 +523,7 @@ def run_evaluation(
     resume: str | Path | None = None,
     progress: bool = True,
     test_only: Sequence[str] = (),
+    discovery: Discovery | None = None,
 ) -> Path:
     """Evaluate `conditions` on the tasks; return the run directory.
 
@@ -535,6 +537,10 @@ def run_evaluation(
     so the index matches the corpus being scored. `resume` continues an interrupted
     run: its manifest must describe the same corpus, tasks, reader and conditions, and
     (task, condition) pairs already in `cases.jsonl` are skipped.
+
+    `discovery` is a connector's observation of the corpus (a folder plus historical
+    versions, `memory_lab.pep_history`): it replaces reading `corpus_dir`, for the index
+    and for the oracle contexts alike, and its sources are what the digest covers.
     """
     if not conditions:
         raise EvaluationError("no conditions given")
@@ -565,9 +571,10 @@ def run_evaluation(
     # Only a condition that retrieves reads the index; an oracle- or no-memory-only run (the
     # reader studies) would otherwise embed a whole corpus it never searches.
     retrieves = any(spec(name).context_source == "retrieval" for name in conditions)
-    sync_report = sync(conn, base, str(corpus_dir), remove_missing=True, progress=progress) \
-        if retrieves else None
-    discovery = discover(corpus_dir, max_bytes=base.max_file_bytes)
+    sync_report = sync(conn, base, str(corpus_dir), remove_missing=True, progress=progress,
+                       discovery=discovery) if retrieves else None
+    observed_by = discovery.kind if discovery is not None else None
+    discovery = discovery or discover(corpus_dir, max_bytes=base.max_file_bytes)
     corpus = {r.source_id: r for r in discovery.sources}
     reader = get_reader(base.reader)
     embedder = QueryCachingEmbedder(get_embedder(base.embedder))
@@ -599,7 +606,8 @@ def run_evaluation(
     if "hybrid-reranked" in built:
         reranker_identity = runtime.baseline(built["hybrid-reranked"]).retriever.reranker.identity
     fingerprint = {
-        "corpus_digest": corpus_digest(corpus_dir),
+        "corpus_digest": corpus_digest(corpus_dir) if observed_by is None
+        else _observation_digest(discovery),
         "tasks_digest": file_digest(tasks_path),
         "task_ids": [t.id for t in selected],
         "reader": reader.identity,
@@ -619,6 +627,8 @@ def run_evaluation(
         manifest.update({
             "corpus": {"path": str(corpus_dir), "digest": fingerprint["corpus_digest"],
                        "sources": len(corpus),
+                       **({"observed_by": observed_by, "observation": discovery.summary}
+                          if observed_by is not None else {}),
                        "index_sync": {"added": len(sync_report.added),
                                       "changed": len(sync_report.changed),
                                       "reembedded": len(sync_report.reembedded),
@@ -649,6 +659,11 @@ def run_evaluation(
     planned = [(task, built[name]) for task in selected for name in conditions
                if name not in test_only or task.metadata.get("split") == "test"]
     todo = [(task, condition) for task, condition in planned if (task.id, condition.name) not in done]
+    # A whole-history prompt is the same for every question with the same as-of date, and the
+    # reader keeps the last prompt's prefix: reading those questions together prefills each
+    # history once instead of once per switch (minutes each). Other conditions keep file order.
+    todo.sort(key=lambda item: (item[1].context_source == "full-history",
+                                str(item[0].as_of) if item[1].context_source == "full-history" else ""))
     bar = tqdm(total=len(planned), initial=len(planned) - len(todo),
                desc="evaluate", unit="case", disable=not progress)
     with cases_path.open("a", encoding="utf-8") as handle:
@@ -665,6 +680,14 @@ def run_evaluation(
     write_json(run_dir / MANIFEST, manifest)
     write_reports(run_dir)
     return run_dir
+
+
+def _observation_digest(discovery: Discovery) -> str:
+    """sha256 over every observed source's id and content hash, in id order."""
+    digest = hashlib.sha256()
+    for record in sorted(discovery.sources, key=lambda r: r.source_id):
+        digest.update(f"{record.source_id}\0{record.content_hash}\0".encode())
+    return digest.hexdigest()
 
 
 def _identical_conditions(built: dict[str, Condition]) -> dict[str, list[str]]:

@@ -26,6 +26,7 @@ from typing import Any
 import psycopg
 
 from memory_baseline.config import Config
+from memory_baseline.ingest import Discovery
 from memory_baseline.reading import STYLES
 
 from .evaluation import load_run, run_evaluation
@@ -43,7 +44,7 @@ def run_reader_study(
     corpora: Mapping[str, tuple[str | Path, str | Path, int | None]],
     styles: Sequence[str], *, conditions: Sequence[str] = ORACLE_CONDITIONS,
     runs_root: str | Path = "runs", resume: str | Path | None = None, progress: bool = True,
-    split: str | None = None,
+    split: str | None = None, observations: Mapping[str, Discovery] | None = None,
 ) -> StudyRun:
     """Evaluate every style under every oracle condition on every corpus.
 
@@ -51,6 +52,8 @@ def run_reader_study(
     takes a subset spread over question types and splits. Runs go condition by
     condition, then corpus, then style, so the first (usually the fixture under
     ``oracle-source``) is complete for every style before the next begins.
+    `observations` gives a corpus a connector's observation instead of its folder
+    (the PEPs with the versions their temporal tasks name, `memory_lab.pep_history`).
     """
     for style in styles:
         if style not in STYLES:
@@ -66,7 +69,9 @@ def run_reader_study(
         study = start_study(runs_root, "reader-ceiling", {
             "styles": list(styles), "conditions": list(conditions), "reader": base_config.reader.name,
             "split": split,
-            "corpora": {name: {"history": display_path(h), "tasks": display_path(t), "task_limit": lim}
+            "corpora": {name: {"history": display_path(h), "tasks": display_path(t), "task_limit": lim,
+                               **({"observation": (observations or {})[name].summary}
+                                  if name in (observations or {}) else {})}
                         for name, (h, t, lim) in corpora.items()},
         }, corpora={name: h for name, (h, _, _) in corpora.items()})
     runs: list[dict[str, Any]] = study.manifest.setdefault("runs", [])
@@ -88,7 +93,8 @@ def run_reader_study(
                                                     reader={"style": style})
                 run_dir = run_evaluation(conn, config, task_file, repo_path(history), [condition],
                                          runs_root=slot, progress=progress, split=split,
-                                         resume=started[-1] if started else None)
+                                         resume=started[-1] if started else None,
+                                         discovery=(observations or {}).get(corpus_name))
                 runs.append({**key, "run_dir": display_path(run_dir), "status": "complete"})
                 study.record("runs", runs)
     study.finish()
