@@ -182,6 +182,15 @@ def _check_study(conn, config, corpora, tmp_path):
     assert fixture["corpus"] == "fixture" and fixture["cases"] == 3 and figures["gap"] == 0
     assert fixture["low"] <= fixture["pass_rate"] <= fixture["high"]
     assert sum(t["cases"] for t in fixture["per_question_type"].values()) == 3
+    # A later study that reads a corpus again in a style replaces the earlier reading, not adds to it.
+    second = run_reader_study(conn, config, corpora, ["structured"], conditions=["oracle-span"],
+                              runs_root=tmp_path / "again", progress=False)
+    both = pooled_choice([study.run_dir, second.run_dir], condition="oracle-span")
+    assert [(r["corpus"], r["style"]) for r in both["replaced"]] == [("fixture", "structured")]
+    counted = {r["style"]: r["cases"] for r in both["styles"]}
+    assert counted == {r["style"]: r["cases"] for r in pooled["styles"]}
+    assert held_out_figures([study.run_dir, second.run_dir], "structured",
+                            condition="oracle-span")["by_corpus"]["fixture"].endswith(second.run_dir.name)
     # A resumed study finds every run complete and adds none.
     again = run_reader_study(conn, config, corpora, ["plain", "structured"], conditions=["oracle-span"],
                              resume=study.run_dir, progress=False)

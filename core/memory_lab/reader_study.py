@@ -110,6 +110,32 @@ def _cases(study_dir: str | Path) -> list[tuple[dict[str, Any], dict[str, Any]]]
     return found
 
 
+def _latest_cases(study_dirs: Sequence[str | Path], condition: str,
+                  split: str) -> tuple[list[tuple[dict[str, Any], dict[str, Any]]], list[dict[str, str]]]:
+    """The `split` cases under `condition` of several studies, where a later study that read a
+    corpus in a style replaces what an earlier one read there, and the list of replacements.
+
+    A corpus is read again when what it hands the reader is corrected (the PEPs with the past
+    versions their temporal tasks turn on, `memory_lab.pep_history`): pooling both readings would
+    count its tasks twice, half of them against evidence that could not answer.
+    """
+    latest: dict[tuple[str, str], tuple[str, list[tuple[dict[str, Any], dict[str, Any]]]]] = {}
+    replaced = []
+    for study in study_dirs:
+        name = display_path(repo_path(study))
+        mine: dict[tuple[str, str], list[tuple[dict[str, Any], dict[str, Any]]]] = {}
+        for entry, case in _cases(study):
+            if entry["condition"] == condition and case.get("split") == split:
+                mine.setdefault((entry["corpus"], entry["style"]), []).append(
+                    ({**entry, "study": name}, case))
+        for key, cases in mine.items():
+            if key in latest:
+                replaced.append({"corpus": key[0], "style": key[1], "study": latest[key][0],
+                                 "replaced_by": name})
+            latest[key] = (name, cases)
+    return [pair for _, cases in latest.values() for pair in cases], replaced
+
+
 def _cost(members: Sequence[dict[str, Any]]) -> dict[str, Any]:
     read = [c for c in members if c.get("answer_calls", c["usage"].get("calls", 0))]
     return {
@@ -189,8 +215,7 @@ def pooled_choice(study_dirs: Sequence[str | Path], *, condition: str = "oracle-
     """
     from .intervals import paired_difference
 
-    cases = [(entry, case) for d in study_dirs for entry, case in _cases(d)
-             if entry["condition"] == condition and case.get("split") == split]
+    cases, replaced = _latest_cases(study_dirs, condition, split)
     if not cases:
         raise ReaderStudyError(f"no {split} cases under {condition} in {', '.join(map(str, study_dirs))}")
     corpora = sorted({e["corpus"] for e, _ in cases})
@@ -222,7 +247,7 @@ def pooled_choice(study_dirs: Sequence[str | Path], *, condition: str = "oracle-
     paired = [paired_difference(table, best["style"], r["style"]).to_dict()
               for r in rows if r["style"] != best["style"]]
     return {"condition": condition, "split": split, "corpora": corpora,
-            "studies": [display_path(repo_path(d)) for d in study_dirs],
+            "studies": [display_path(repo_path(d)) for d in study_dirs], "replaced": replaced,
             "style": best["style"], "styles": rows, "chosen_against_others": paired}
 
 
@@ -277,19 +302,22 @@ def export_results(study_dir: str | Path, out_dir: str | Path) -> Path:
     return target
 
 
-def held_out_figures(study_dir: str | Path, style: str, *, condition: str = "oracle-source",
-                 split: str = "test") -> dict[str, Any]:
+def held_out_figures(study_dirs: str | Path | Sequence[str | Path], style: str, *,
+                     condition: str = "oracle-source", split: str = "test") -> dict[str, Any]:
     """The chosen style on each corpus's `split` tasks: pass rate with interval, per type, cost.
 
     Issue 23's check: at least 50% on each corpus, and at most 15 points between the best
-    and the worst corpus (`gap`).
+    and the worst corpus (`gap`). With several studies, a later reading of a corpus
+    replaces an earlier one (`_latest_cases`); both are named in the document.
     """
     from .intervals import pass_rates
 
-    cases = [(e, c) for e, c in _cases(study_dir)
-             if e["style"] == style and e["condition"] == condition and c.get("split") == split]
+    studies = [study_dirs] if isinstance(study_dirs, (str, Path)) else list(study_dirs)
+    everything, replaced = _latest_cases(studies, condition, split)
+    cases = [(e, c) for e, c in everything if e["style"] == style]
     if not cases:
-        raise ReaderStudyError(f"no {split} cases of {style} under {condition} in {study_dir}")
+        raise ReaderStudyError(f"no {split} cases of {style} under {condition} in "
+                               f"{', '.join(map(str, studies))}")
     rows = []
     for corpus in sorted({e["corpus"] for e, _ in cases}):
         members = [c for e, c in cases if e["corpus"] == corpus]
@@ -302,21 +330,29 @@ def held_out_figures(study_dir: str | Path, style: str, *, condition: str = "ora
                                            for r in rates if r.question_type != "all"},
                      **_cost(members)})
     rates = [r["pass_rate"] for r in rows]
-    return {"study": display_path(repo_path(study_dir)), "style": style, "condition": condition,
+    return {"study": display_path(repo_path(studies[0])),
+            "studies": [display_path(repo_path(s)) for s in studies],
+            "replaced": [r for r in replaced if r["style"] == style],
+            "by_corpus": {e["corpus"]: e["study"] for e, _ in cases},
+            "style": style, "condition": condition,
             "split": split, "corpora": rows, "gap": round(max(rates) - min(rates), 3),
             "lowest": min(rates)}
 
 
-def choice_document(dev_studies: Sequence[str | Path], test_study: str | Path | None) -> dict[str, Any]:
+def choice_document(dev_studies: Sequence[str | Path],
+                    test_studies: Sequence[str | Path] | str | Path | None) -> dict[str, Any]:
     """The results file of issue 23: the pooled dev choice and, once read, its test figures."""
-    studies = [*dev_studies, *([test_study] if test_study is not None else [])]
+    if isinstance(test_studies, (str, Path)):
+        test_studies = [test_studies]
+    test_studies = list(test_studies or [])
+    studies = [*dev_studies, *test_studies]
     readers = {json.loads((repo_path(s) / "manifest.json").read_text(encoding="utf-8"))
                ["parameters"]["reader"] for s in studies}
     if len(readers) != 1:
         raise ReaderStudyError(f"the studies were read by different readers: {sorted(readers)}")
     choice = pooled_choice(dev_studies)
     return {"reader": readers.pop(), "dev": choice,
-            "test": held_out_figures(test_study, choice["style"]) if test_study is not None else None}
+            "test": held_out_figures(test_studies, choice["style"]) if test_studies else None}
 
 
 def _types(per_type: Mapping[str, Mapping[str, int]]) -> str:
@@ -362,10 +398,11 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     choice = sub.add_parser("choice")
     choice.add_argument("dev_studies", nargs="+")
-    choice.add_argument("--test", dest="test_study")
+    choice.add_argument("--test", dest="test_studies", nargs="+", default=[],
+                        help="test studies; a later one's reading of a corpus replaces an earlier one's")
     choice.add_argument("--out", default="benchmarks/results/reader-choice.json")
     args = parser.parse_args(argv)
-    return summarise_to(lambda: choice_document(args.dev_studies, args.test_study), args.out,
+    return summarise_to(lambda: choice_document(args.dev_studies, args.test_studies), args.out,
                         failure="cannot summarise the reader studies",
                         done=lambda document: f"chose {document['dev']['style']} -> {args.out}")
 
