@@ -356,6 +356,50 @@ def test_publish_exports_the_document_vectors_the_chapters_used(tmp_path, monkey
     assert np.array_equal(published.get("minilm-384-abc", ["d2"])["d2"][1], np.eye(2, 384)[1])
 
 
+def test_republishing_one_chapter_keeps_the_answers_and_vectors_of_the_chapters_installed_as_published(
+        tmp_path, monkeypatch):
+    """`book --only 07 --publish` on a fresh clone: the other chapters come from book/published and
+    log nothing, so their committed answers and vectors must survive the new publication."""
+    import numpy as np
+
+    from memory_baseline import vector_cache
+    from memory_baseline.answer_cache import AnswerCache
+
+    monkeypatch.setenv("MEMORY_BASELINE_HOME", str(tmp_path / "home"))
+    repo = _fake_repo(tmp_path, "full", "runs/book/ingest-x")
+    run = repo / "runs" / "book" / "ingest-x"
+    run.mkdir(parents=True)
+    (run / "manifest.json").write_text("{}", encoding="utf-8")
+    home = AnswerCache(tmp_path / "home" / "answer-cache")
+    vectors = vector_cache.VectorCache(tmp_path / "home" / "vector-cache")
+    chapters = book.chapters_dir(repo)
+
+    def used(key: str, digest: str) -> None:
+        home.put(key, "prompt", {"reader": {"name": "r"}, "generation": {"raw_text": key}})
+        vectors.put("minilm-384-abc", [digest], np.ones((1, 384), dtype=np.float32))
+        (chapters / book.ANSWER_LOG).write_text(json.dumps({"event": "computed", "key": key, "layer": None})
+                                                + "\n", encoding="utf-8")
+        (chapters / book.VECTOR_LOG).write_text(json.dumps({"embedder": "minilm-384-abc", "served": {},
+                                                            "computed": [digest]}) + "\n", encoding="utf-8")
+
+    used("a" * 64, "d1")
+    _commit_all(repo)
+    target = book.publish("full", repo)
+    _commit_all(repo)
+    for log in (book.ANSWER_LOG, book.VECTOR_LOG):  # a fresh clone: the logs are not committed
+        (chapters / log).unlink()
+    book.install_published(repo)
+    log = json.loads((chapters / book.EXECUTION_LOG).read_text(encoding="utf-8"))
+    last = sorted(log["chapters"])[-1]
+    log["chapters"][last]["seconds"] = 2.0  # that chapter executed again, the rest as published
+    (chapters / book.EXECUTION_LOG).write_text(json.dumps(log), encoding="utf-8")
+    used("b" * 64, "d2")
+    _commit_all(repo)
+    book.publish("full", repo)
+    assert sorted(p.stem for p in (target / "answer-cache").glob("*/*.json")) == ["a" * 64, "b" * 64]
+    assert vector_cache.VectorCache(target / "vector-cache").known("minilm-384-abc") == {"d1", "d2"}
+
+
 def test_publish_refuses_to_delete_a_published_run_that_other_files_cite(tmp_path):
     repo = _fake_repo(tmp_path, "full", "runs/book/ingest-x")
     for name in ("ingest-x", "old-study"):

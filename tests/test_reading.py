@@ -186,11 +186,21 @@ def _check_study(conn, config, corpora, tmp_path):
     second = run_reader_study(conn, config, corpora, ["structured"], conditions=["oracle-span"],
                               runs_root=tmp_path / "again", progress=False)
     both = pooled_choice([study.run_dir, second.run_dir], condition="oracle-span")
-    assert [(r["corpus"], r["style"]) for r in both["replaced"]] == [("fixture", "structured")]
+    assert [(r["corpus"], r["style"], r["tasks"]) for r in both["replaced"]] == [("fixture", "structured", 3)]  # its dev tasks
     counted = {r["style"]: r["cases"] for r in both["styles"]}
     assert counted == {r["style"]: r["cases"] for r in pooled["styles"]}
-    assert held_out_figures([study.run_dir, second.run_dir], "structured",
-                            condition="oracle-span")["by_corpus"]["fixture"].endswith(second.run_dir.name)
+    (source,) = held_out_figures([study.run_dir, second.run_dir], "structured",
+                                 condition="oracle-span")["by_corpus"]["fixture"]
+    assert source.endswith(second.run_dir.name)
+    # Replacement is per task: a study that read only some tasks again replaces those alone.
+    third = run_reader_study(conn, config, {"fixture": (FIXTURE_HISTORY, FIXTURE_TASKS, 2)}, ["structured"],
+                             conditions=["oracle-span"], runs_root=tmp_path / "part", progress=False)
+    part = pooled_choice([study.run_dir, second.run_dir, third.run_dir], condition="oracle-span")
+    assert {r["style"]: r["cases"] for r in part["styles"]} == counted
+    renewed = [r for r in part["replaced"] if r["replaced_by"].endswith(third.run_dir.name)]
+    reread = [json.loads(line) for path in third.run_dir.rglob("cases.jsonl")
+              for line in path.read_text(encoding="utf-8").splitlines()]
+    assert [r["tasks"] for r in renewed] == [sum(c["split"] == "dev" for c in reread)] != [0]
     # A resumed study finds every run complete and adds none.
     again = run_reader_study(conn, config, corpora, ["plain", "structured"], conditions=["oracle-span"],
                              resume=study.run_dir, progress=False)

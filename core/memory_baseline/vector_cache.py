@@ -101,6 +101,10 @@ class VectorCache:
             self._loaded[identity_key] = found
         return self._loaded[identity_key]
 
+    def known(self, identity_key: str) -> set[str]:
+        """Every digest with a vector for this encoder, in any layer."""
+        return set(self._vectors(identity_key))
+
     def get(self, identity_key: str, digests: Iterable[str]) -> dict[str, tuple[str, np.ndarray]]:
         """The cached (layer, vector) of each digest that has one."""
         known = self._vectors(identity_key)

@@ -293,13 +293,25 @@ def publish(profile: str = "full", repo: str | Path | None = None) -> Path:
         shutil.copyfile(executed / executed_name(source), staging / executed_name(source))
     for run in sorted(runs):
         shutil.copytree(found(run), staging / run)
+    # A chapter installed from book/published and not executed since (an `--only` run on a fresh
+    # clone) logged no answers or vectors here: the published ones are kept for it, or its
+    # rebuild would recompute them.
+    kept_answers: list[str] = []
+    kept_vectors: dict[str, list[str]] = {}
+    if _republished_as_is(entries, target):
+        kept_answers = [p.stem for p in (target / "answer-cache").glob("*/*.json")]
+        published_vectors = vector_cache.VectorCache(target / "vector-cache")
+        kept_vectors = {folder.name: sorted(published_vectors.known(folder.name))
+                        for folder in (target / "vector-cache").glob("*") if folder.is_dir()}
     # The answers the chapters used, so the published book rebuilds from the repository.
-    used = usage(executed / ANSWER_LOG)["keys"]
+    used = sorted({*usage(executed / ANSWER_LOG)["keys"], *kept_answers})
     if used:
         AnswerCache(read_first=[repo / c for c in COMMITTED_ANSWER_CACHES]).export(
             used, staging / "answer-cache")
     # And the document vectors, so a rebuild does not spend its time encoding.
     vectors = vector_cache.usage(executed / VECTOR_LOG)["used"]
+    for identity_key, digests in kept_vectors.items():
+        vectors[identity_key] = sorted({*vectors.get(identity_key, []), *digests})
     if vectors:
         vector_cache.VectorCache(_vector_home(), read_first=[repo / COMMITTED_VECTOR_CACHE]).export(
             vectors, staging / "vector-cache")
@@ -309,6 +321,15 @@ def publish(profile: str = "full", repo: str | Path | None = None) -> Path:
     shutil.rmtree(target, ignore_errors=True)
     staging.rename(target)
     return target
+
+
+def _republished_as_is(entries: dict[str, Any], target: Path) -> list[str]:
+    """Chapters whose execution record is the published one: copied in, not executed again."""
+    log = target / EXECUTION_LOG
+    if not log.is_file():
+        return []
+    published = json.loads(log.read_text(encoding="utf-8")).get("chapters", {})
+    return [name for name, entry in entries.items() if published.get(name) == entry]
 
 
 def answer_usage(log: Path, repo: Path, since: int = 0) -> dict[str, Any]:

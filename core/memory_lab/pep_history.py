@@ -105,11 +105,13 @@ def history_discovery(snapshot: str | Path, mirror: str | Path, tasks: Sequence[
     return found
 
 
-def history_tasks(tasks_path: str | Path, out: str | Path) -> Path:
+def history_tasks(tasks_path: str | Path, out: str | Path, *, temporal_only: bool = False) -> Path:
     """Write the task file for the slice: temporal tasks expect the version they name.
 
     Each temporal task's evidence becomes the version's `Status:` line; every other
-    task is copied unchanged.
+    task is copied unchanged, or left out with `temporal_only`: their oracle prompts are
+    the snapshot's, so a study that read them already need not read them again (the
+    reader study's pooled figures take a later study's reading of a task over an earlier one).
     """
     versions = temporal_versions(load_tasks(tasks_path))
     document = json.loads(Path(tasks_path).read_text(encoding="utf-8"))
@@ -119,6 +121,8 @@ def history_tasks(tasks_path: str | Path, out: str | Path) -> Path:
             version, status = versions[row["id"]]
             row["expected_sources"] = [version]
             row["answer"]["evidence"] = [{"source": version, "quote": f"Status: {status}"}]
+    if temporal_only:
+        rows[:] = [row for row in rows if row["id"] in versions]
     target = Path(out)
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(json.dumps(document, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
@@ -141,6 +145,8 @@ def main(argv: list[str] | None = None) -> int:
     tasks = sub.add_parser("tasks", help="write the task file for the slice")
     tasks.add_argument("--tasks", default="fixtures/peps/tasks.json")
     tasks.add_argument("--out", default="fixtures/peps/tasks-history.json")
+    tasks.add_argument("--temporal-only", action="store_true",
+                       help="only the tasks whose evidence the slice changes")
     read = sub.add_parser("read", help="a reader study (oracle-source) on the slice")
     read.add_argument("--snapshot", default="../shared/data/peps/corpus")
     read.add_argument("--mirror", default="/work/.mirror/python+peps/repo")
@@ -153,7 +159,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         if args.command == "tasks":
-            print(history_tasks(args.tasks, args.out))
+            print(history_tasks(args.tasks, args.out, temporal_only=args.temporal_only))
             return 0
         observation = history_discovery(args.snapshot, args.mirror, load_tasks(args.tasks))
         config = Config(index="reader_study").with_overrides(reader={"name": args.reader})

@@ -111,29 +111,30 @@ def _cases(study_dir: str | Path) -> list[tuple[dict[str, Any], dict[str, Any]]]
 
 
 def _latest_cases(study_dirs: Sequence[str | Path], condition: str,
-                  split: str) -> tuple[list[tuple[dict[str, Any], dict[str, Any]]], list[dict[str, str]]]:
-    """The `split` cases under `condition` of several studies, where a later study that read a
-    corpus in a style replaces what an earlier one read there, and the list of replacements.
+                  split: str) -> tuple[list[tuple[dict[str, Any], dict[str, Any]]], list[dict[str, Any]]]:
+    """The `split` cases under `condition` of several studies, where a later study's reading of a
+    task of a corpus in a style replaces what an earlier one read there, and the list of
+    replacements (per corpus, style and pair of studies, with how many tasks).
 
-    A corpus is read again when what it hands the reader is corrected (the PEPs with the past
-    versions their temporal tasks turn on, `memory_lab.pep_history`): pooling both readings would
-    count its tasks twice, half of them against evidence that could not answer.
+    A corpus's tasks are read again when what it hands the reader is corrected (the PEPs'
+    temporal tasks with the past versions they turn on, `memory_lab.pep_history`): pooling
+    both readings would count those tasks twice, once against evidence that could not answer.
+    Replacing per task lets the second study read only the tasks whose evidence changed.
     """
-    latest: dict[tuple[str, str], tuple[str, list[tuple[dict[str, Any], dict[str, Any]]]]] = {}
-    replaced = []
+    latest: dict[tuple[str, str, str], tuple[dict[str, Any], dict[str, Any]]] = {}
+    replaced: dict[tuple[str, str, str, str], int] = {}
     for study in study_dirs:
         name = display_path(repo_path(study))
-        mine: dict[tuple[str, str], list[tuple[dict[str, Any], dict[str, Any]]]] = {}
         for entry, case in _cases(study):
-            if entry["condition"] == condition and case.get("split") == split:
-                mine.setdefault((entry["corpus"], entry["style"]), []).append(
-                    ({**entry, "study": name}, case))
-        for key, cases in mine.items():
-            if key in latest:
-                replaced.append({"corpus": key[0], "style": key[1], "study": latest[key][0],
-                                 "replaced_by": name})
-            latest[key] = (name, cases)
-    return [pair for _, cases in latest.values() for pair in cases], replaced
+            if entry["condition"] != condition or case.get("split") != split:
+                continue
+            key = (entry["corpus"], entry["style"], case["task_id"])
+            if key in latest and latest[key][0]["study"] != name:
+                pair = (key[0], key[1], latest[key][0]["study"], name)
+                replaced[pair] = replaced.get(pair, 0) + 1
+            latest[key] = ({**entry, "study": name}, case)
+    return list(latest.values()), [{"corpus": c, "style": s, "study": old, "replaced_by": new,
+                                    "tasks": n} for (c, s, old, new), n in replaced.items()]
 
 
 def _cost(members: Sequence[dict[str, Any]]) -> dict[str, Any]:
@@ -333,7 +334,8 @@ def held_out_figures(study_dirs: str | Path | Sequence[str | Path], style: str, 
     return {"study": display_path(repo_path(studies[0])),
             "studies": [display_path(repo_path(s)) for s in studies],
             "replaced": [r for r in replaced if r["style"] == style],
-            "by_corpus": {e["corpus"]: e["study"] for e, _ in cases},
+            "by_corpus": {corpus: sorted({e["study"] for e, _ in cases if e["corpus"] == corpus})
+                          for corpus in sorted({e["corpus"] for e, _ in cases})},
             "style": style, "condition": condition,
             "split": split, "corpora": rows, "gap": round(max(rates) - min(rates), 3),
             "lowest": min(rates)}
