@@ -186,7 +186,8 @@ def _check_study(conn, config, corpora, tmp_path):
     second = run_reader_study(conn, config, corpora, ["structured"], conditions=["oracle-span"],
                               runs_root=tmp_path / "again", progress=False)
     both = pooled_choice([study.run_dir, second.run_dir], condition="oracle-span")
-    assert [(r["corpus"], r["style"], r["tasks"]) for r in both["replaced"]] == [("fixture", "structured", 3)]  # its dev tasks
+    replaced = [(r["corpus"], r["style"], r["tasks"]) for r in both["replaced"]]
+    assert replaced == [("fixture", "structured", 3)]  # its dev tasks
     counted = {r["style"]: r["cases"] for r in both["styles"]}
     assert counted == {r["style"]: r["cases"] for r in pooled["styles"]}
     (source,) = held_out_figures([study.run_dir, second.run_dir], "structured",
