@@ -411,7 +411,15 @@ def test_publish_refuses_to_delete_a_published_run_that_other_files_cite(tmp_pat
     with pytest.raises(book.BookError, match="would delete runs/book/old-study, which committed files"):
         book.publish("full", repo)
     assert (repo / "book/published/runs/book/old-study/manifest.json").is_file()
+    # A README results section rendered from the published book follows the publication; prose does not.
     (repo / "labels.json").write_text('{"run": "benchmarks/runs/old-study/x"}', encoding="utf-8")
+    (repo / "README.md").write_text("Prose cites book/published/runs/book/old-study/scorecard.json.\n",
+                                    encoding="utf-8")
+    _commit_all(repo)
+    with pytest.raises(book.BookError, match="would delete runs/book/old-study"):
+        book.publish("full", repo)
+    (repo / "README.md").write_text("<!-- results:ladder -->\nFrom book/published/runs/book/old-study/"
+                                    "scorecard.json\n<!-- /results:ladder -->\n", encoding="utf-8")
     _commit_all(repo)
     assert (book.publish("full", repo) / "runs/book/ingest-x/manifest.json").is_file()
 

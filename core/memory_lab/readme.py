@@ -41,6 +41,11 @@ _SECTION = re.compile(r"(<!-- results:(?P<name>[\w-]+) -->\n)(?P<body>.*?)(<!-- 
                       re.DOTALL)
 
 
+def without_results_sections(text: str) -> str:
+    """The document with its rendered sections emptied: what was written by hand."""
+    return _SECTION.sub(lambda m: m.group(1) + m.group(4), text)
+
+
 class ReadmeError(ValueError):
     """A results section names an artifact that is missing or a renderer that does not exist."""
 
