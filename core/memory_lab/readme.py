@@ -32,6 +32,8 @@ DOWNSTREAM = Path("benchmarks/results/downstream-ladder.json")
 LATENCY = Path("benchmarks/results/latency.json")
 RETRIEVAL_LADDER = Path("benchmarks/results/retrieval-ladder.json")
 ANSWER_LADDER = Path("benchmarks/results/answer-ladder.json")
+COMPRESSION_SCREEN = Path("benchmarks/results/compression.json")
+COMPRESSION_READING = Path("benchmarks/results/compression-reading.json")
 SCALE = Path("benchmarks/results/scale.json")
 REPRODUCTION = Path("benchmarks/results/book-reproduction.json")
 DOCUMENTS = (Path("README.md"), Path("book/benchmarks.md"))
@@ -233,6 +235,42 @@ def answer_ladder(root: Path) -> str:
             + _markdown(pd.DataFrame(paired)) + "\n")
 
 
+def compression(root: Path) -> str:
+    """The no-reading screen of sentence compression, then its answer-level reading."""
+    screen = _load(root, COMPRESSION_SCREEN)
+    kept = [{"corpus": r["corpus"], "keep": r["keep"], "dev tasks": r["tasks"],
+             "prompt tokens after / before": f"{r['token_ratio']:.2f}",
+             "evidence quotes kept": f"{r['evidence_kept']:.2f} of {r['evidence_quotes']}",
+             "tasks with all their evidence": r["tasks_with_all_evidence"]} for r in screen["summary"]]
+    text = (f"The screen, without reading (`{COMPRESSION_SCREEN}`, {screen['parameters']['context']}):\n\n"
+            + _markdown(pd.DataFrame(kept)) + "\n")
+    if not (root / COMPRESSION_READING).is_file():
+        return text + "\nNot read at answer level yet.\n"
+    reading = _load(root, COMPRESSION_READING)
+    cost = {(c["corpus"], c["condition"]): c for c in reading["cost"]}
+    rows = []
+    for scope, rates in reading["rates"].items():
+        for r in rates:
+            c = cost[(scope, r["condition"])]
+            rows.append({"corpus": scope, "condition": f"`{r['condition']}`",
+                         "passed": f"{r['passed']} of {r['cases']}",
+                         "pass rate [95%]": f"{r['rate']:.2f} [{r['low']:.2f}, {r['high']:.2f}]",
+                         "prompt tokens": f"{c['prompt_tokens']:,.0f}",
+                         "median s / answer": "–" if c["median_seconds_per_answer"] is None
+                         else f"{c['median_seconds_per_answer']:.0f}"})
+    paired = [{"corpus": scope, "tasks": p["tasks"],
+               "difference [95%]": f"{p['difference']:+.2f} [{p['low']:+.2f}, {p['high']:+.2f}]",
+               "McNemar p": f"{p['mcnemar_p']:.3g}", "separated": "yes" if p["separated"] else "no"}
+              for scope, steps in reading["paired"].items() for p in steps]
+    status = "complete" if reading["complete"] else "unfinished: the rows hold the cases read so far"
+    return (text + f"\nRead on the {reading['split']} tasks by `{reading['reader']}`, from "
+            f"`{COMPRESSION_READING}` (study `{reading['study']}`, {status}); the whole-file answers "
+            "come from the answer ladder's committed cache, so their seconds were measured in that "
+            "study:\n\n" + _markdown(pd.DataFrame(rows))
+            + "\n\n`oracle-source-compressed` − `oracle-source`, paired on the same tasks:\n\n"
+            + _markdown(pd.DataFrame(paired)) + "\n")
+
+
 def _ms(summary: dict[str, Any] | None) -> str:
     if not summary or summary.get("p50_ms") is None:
         return "–"
@@ -412,7 +450,7 @@ RENDERERS: dict[str, Callable[[Path], str]] = {
     "downstream": downstream_ladder, "retrieval-ladder": retrieval_ladder, "answer-ladder": answer_ladder,
     "latency": latency_stages, "scale": scale_summary,
     "scale-curve": scale_curve, "encoder": encoder_threads,
-    "ingest": ingest_ratio, "reproduction": reproduction,
+    "ingest": ingest_ratio, "reproduction": reproduction, "compression": compression,
 }
 
 
