@@ -401,7 +401,7 @@ def main(argv: list[str] | None = None) -> int:
     choice = sub.add_parser("choice")
     choice.add_argument("dev_studies", nargs="+")
     choice.add_argument("--test", dest="test_studies", nargs="+", default=[],
-                        help="test studies; a later one's reading of a corpus replaces an earlier one's")
+                        help="test studies; a later one's reading of a task replaces an earlier one's")
     choice.add_argument("--out", default="benchmarks/results/reader-choice.json")
     args = parser.parse_args(argv)
     return summarise_to(lambda: choice_document(args.dev_studies, args.test_studies), args.out,

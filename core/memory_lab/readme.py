@@ -132,14 +132,26 @@ def reader_choice(root: Path) -> str:
     paired = [{"step": f"`{row.pop('upper')}` − `{row.pop('lower')}`", **row} for row in tables["paired"]]
     text = (f"The reading style chosen on the pooled dev tasks of {', '.join(dev['corpora'])} "
             f"(`oracle-source` context, reader `{document['reader']}`), from `{READER_CHOICE}` "
-            f"(studies {', '.join(f'`{s}`' for s in dev['studies'])}):\n\n"
+            f"(studies {', '.join(f'`{s}`' for s in dev['studies'])}"
+            f"{_read_again(dev.get('replaced', []))}):\n\n"
             + _markdown(pd.DataFrame(styles)) + "\n\nThe chosen style against the others, "
             "paired on the same dev tasks:\n\n" + _markdown(pd.DataFrame(paired)) + "\n")
     if test is None:
         return text + "\nThe test tasks have not been read yet.\n"
-    return (text + f"\n`{test['style']}` on the test tasks, read once (study `{test['study']}`); "
-            f"lowest corpus {test['lowest']:.2f}, gap between best and worst corpus "
-            f"{test['gap']:.2f}:\n\n" + _markdown(pd.DataFrame(tables["test"])) + "\n")
+    studies = test.get("studies") or [test["study"]]
+    return (text + f"\n`{test['style']}` on the test tasks, where nothing was chosen (studies "
+            f"{', '.join(f'`{s}`' for s in studies)}{_read_again(test.get('replaced', []))}); lowest corpus "
+            f"{test['lowest']:.2f}, gap between best and worst corpus {test['gap']:.2f}:\n\n"
+            + _markdown(pd.DataFrame(tables["test"])) + "\n")
+
+
+def _read_again(replaced: list[dict[str, Any]]) -> str:
+    """Which tasks a later study read again (their evidence corrected), and in which styles."""
+    groups: dict[tuple[str, int, str], list[str]] = {}
+    for r in replaced:
+        groups.setdefault((r["corpus"], r["tasks"], r["replaced_by"]), []).append(f"`{r['style']}`")
+    return "".join(f"; {tasks} {corpus} tasks read again in {', '.join(styles)} by `{study}`, which "
+                   "replaces the earlier reading" for (corpus, tasks, study), styles in groups.items())
 
 
 def published_ladder(root: Path) -> str:
