@@ -43,17 +43,33 @@ def run(study_dir: str | Path | None = None, *, runs_root: str | Path = "benchma
         progress: bool = True) -> Path:
     """Read both conditions on each corpus's dev tasks; resume `study_dir` when given."""
     from memory_baseline.answer_cache import READ_FIRST_ENV
-    from memory_baseline.config import Config
-    from memory_baseline.server import connect
-
-    from .evaluation import run_evaluation
 
     found = {name: paths for name, paths in study_cli.standard_corpora((), 0).items() if name in CORPORA}
     study = study_cli.open_study(study_dir, runs_root, "compression-reading",
                                  {"conditions": list(CONDITIONS), "reader": READER, "split": SPLIT}, found)
     runs: list[dict[str, Any]] = study.manifest.setdefault("runs", [])
-    layers = [p for p in os.environ.get(READ_FIRST_ENV, "").split(os.pathsep) if p]
+    before = os.environ.get(READ_FIRST_ENV)
+    layers = [p for p in (before or "").split(os.pathsep) if p]
     os.environ[READ_FIRST_ENV] = os.pathsep.join(dict.fromkeys([*layers, str(repo_path(COMMITTED_ANSWERS))]))
+    try:
+        _read(study, runs, found, progress)
+    finally:  # the committed layer is this study's, not the calling process's
+        if before is None:
+            os.environ.pop(READ_FIRST_ENV, None)
+        else:
+            os.environ[READ_FIRST_ENV] = before
+    study.finish()
+    return study.run_dir
+
+
+def _read(study: Any, runs: list[dict[str, Any]], found: Mapping[str, tuple[Path, Path]],
+          progress: bool) -> None:
+    """One evaluation run per corpus, each recorded in the study as it completes."""
+    from memory_baseline.config import Config
+    from memory_baseline.server import connect
+
+    from .evaluation import run_evaluation
+
     with connect() as conn:
         for corpus, (history, tasks) in found.items():
             if any(r["slot"] == corpus for r in runs):
@@ -66,8 +82,6 @@ def run(study_dir: str | Path | None = None, *, runs_root: str | Path = "benchma
             runs.append({"slot": corpus, "corpus": corpus, "conditions": list(CONDITIONS),
                          "run_dir": display_path(run_dir), "status": "complete"})
             study.record("runs", runs)
-    study.finish()
-    return study.run_dir
 
 
 def _cost(members: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
