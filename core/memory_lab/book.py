@@ -368,6 +368,10 @@ def install_published(repo: str | Path | None = None) -> list[Path]:
         shutil.copyfile(notebook, target / notebook.name)
         hide_inputs(target / notebook.name)
     shutil.copyfile(source / EXECUTION_LOG, target / EXECUTION_LOG)
+    # What earlier executions here logged belongs to chapters now replaced; `publish` keeps the
+    # published answers and vectors of chapters installed as they were.
+    for log in (ANSWER_LOG, VECTOR_LOG):
+        (target / log).unlink(missing_ok=True)
     return [target / n.name for n in notebooks]
 
 
