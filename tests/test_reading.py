@@ -21,6 +21,7 @@ from memory_baseline.reading import (
     quote_verified,
     render,
     reply_grammar,
+    routed_style,
     split_reply,
 )
 from memory_baseline.store import Store
@@ -129,14 +130,15 @@ def test_extractive_reads_alike_in_every_style_and_unknown_styles_fail_in_one_li
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("style", ["structured", "two-step", "focused"])
+@pytest.mark.parametrize("style", ["structured", "two-step", "focused", "itemised"])
 def test_styles_on_a_real_model_cite_only_admitted_ids(style, tmp_path):
     reader = get_reader(ReaderConfig(name="smollm2", style=style, max_answer_tokens=160),
                         cache=AnswerCache(tmp_path))
     answer = reader.answer("Did we adopt Redis for fan-out?", [ADR9, SESSION], "2024-09-01")
     assert set(answer.citations) <= {ADR9.source_id, SESSION.source_id}
     assert answer.unknown_citations == () or "removed_citations" in answer.extra
-    assert 1 <= answer.usage.calls <= 2 and answer.reader["style"] == style
+    # itemised hands an outcome question to structured, under structured's identity.
+    assert 1 <= answer.usage.calls <= 2 and answer.reader["style"] == routed_style(style, "Did we adopt")
     again = reader.answer("Did we adopt Redis for fan-out?", [ADR9, SESSION], "2024-09-01")
     assert again.cached and again.text == answer.text
 
@@ -235,6 +237,74 @@ def test_focused_style_asks_for_a_status_only_when_the_question_is_about_an_outc
         "evidence"]["maxItems"]
     prompt = messages_for("focused", "Why did the project move to PostgreSQL?", [], None)[-1]["content"]
     assert "reasons the sources state" in prompt and "do not restate the question" in prompt
+
+
+def test_itemised_reads_promises_and_work_its_own_way_and_hands_the_rest_to_structured(tmp_path):
+    from memory_baseline.reading import itemised_kind
+
+    routed = {task.id: itemised_kind(task.query) for task in load_tasks(FIXTURE_TASKS)}
+    for task in load_tasks(FIXTURE_TASKS):
+        if task.question_type == "downstream":
+            assert routed[task.id] == "work", task.id
+        elif task.question_type == "obligations" and task.query.startswith(("Which", "What")):
+            assert routed[task.id] == "items", task.id
+        elif routed[task.id] is None:  # every other question: structured's prompt, byte for byte
+            assert messages_for("itemised", task.query, [ADR7], task.as_of) == \
+                messages_for("structured", task.query, [ADR7], task.as_of)
+    assert itemised_kind("What was the status of PEP 649, deferred evaluation of annotations?") is None
+    assert itemised_kind("What did PEP 758 defer for later?") == "items"
+    assert itemised_kind("Have the keys promised after evt-204 been added?") is None  # yes/no: structured
+    assert itemised_kind("Write Python that dispatches on a command string.") == "work"
+    # The identity under which an answer is cached follows the routing: a structured question
+    # asked of an itemised reader is structured's cache entry.
+    question = "Did we adopt Redis for fan-out?"
+    itemised = get_reader(ReaderConfig(name="smollm2", style="itemised"), cache=AnswerCache(tmp_path))
+    structured = get_reader(ReaderConfig(name="smollm2", style="structured"), cache=AnswerCache(tmp_path))
+    assert itemised.messages(question, [ADR9], None) == structured.messages(question, [ADR9], None)
+    assert itemised.identity["style"] == "itemised"
+    from memory_baseline.readers import _routed
+
+    assert _routed(itemised.identity, "itemised", question) == ("structured", structured.identity)
+
+
+def test_itemised_answers_a_promise_question_without_a_status_and_keeps_work_as_written():
+    from memory_baseline.reading import items_schema
+
+    schema = items_schema([ADR7.source_id], "Which follow-ups remain open?")
+    assert list(schema["properties"]) == schema["required"] == ["evidence", "answer"]
+    reply = {"evidence": [{"source": ADR7.source_id, "quote": "New services store their events"}],
+             "answer": "The replay procedure is still open; the keys were done on 2024-09-04."}
+    rendered = render("itemised", json.dumps(reply), [ADR7])
+    assert rendered.text == reply["answer"] + f" [{ADR7.source_id}]" and rendered.extra["status"] is None
+    # A work request's reply is free text: the cited ids, then the fenced block, kept as written.
+    work = "Follows [decisions/adr-007.md].\n\n```toml\n[services.x]\nowner = \"a\"\n```"
+    assert render("itemised", work, [ADR7]).text == work
+
+
+def test_itemised_schemas_compile_to_grammars():
+    from memory_baseline.reading import items_schema, work_grammar
+
+    schema = items_schema([SESSION.source_id, ADR7.source_id], "Which follow-ups remain open?")
+    grammar = reply_grammar(schema, "Which follow-ups remain open?")
+    assert grammar.startswith("%llguidance") and '"additionalProperties":false' in grammar.replace(" ", "")
+    work = work_grammar("Write the TOML entry for the service. Reply with one fenced toml block.",
+                        [ADR7.source_id])
+    assert 'lang: "toml"' in work and 'cite: "[decisions/adr-007.md]"' in work
+    assert 'lang: "bash"' in work_grammar("Reply with one fenced block holding the shell commands.",
+                                          [ADR7.source_id])
+
+
+@pytest.mark.slow
+def test_itemised_on_a_real_model_cites_only_admitted_ids(tmp_path):
+    reader = get_reader(ReaderConfig(name="smollm2", style="itemised", max_answer_tokens=160),
+                        cache=AnswerCache(tmp_path))
+    answer = reader.answer("Which follow-ups about fan-out were still open?", [ADR9, SESSION], "2024-09-01")
+    assert answer.reader["style"] == "itemised" and answer.usage.calls == 1
+    assert set(answer.citations) <= {ADR9.source_id, SESSION.source_id} and "status" not in answer.text[:8]
+    work = reader.answer("Write the TOML entry for fan-out. Reply with one fenced toml block.",
+                         [ADR9, SESSION], "2024-09-01")
+    assert work.text.startswith("Follows [") and "```toml" in work.text
+    assert set(work.citations) <= {ADR9.source_id, SESSION.source_id}
 
 
 def test_each_style_has_its_own_template_hash():

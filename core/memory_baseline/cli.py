@@ -277,7 +277,7 @@ def _query_options(parser: argparse.ArgumentParser, *, show: bool) -> None:
     parser.add_argument("--reranker", default=None)
     parser.add_argument("--reader", default=None, help="reader (default: qwen-1.5b)")
     parser.add_argument("--style", default=None, choices=sorted(STYLES),
-                        help="how an LLM reader is asked (default: structured)")
+                        help=f"how an LLM reader is asked (default: {Config().reader.style})")
     if show:
         parser.add_argument("--show", type=int, default=10, help="rows per stage in the table")
         parser.add_argument("--explain", action="store_true", help="record the dense query plan")
@@ -386,7 +386,7 @@ def _evaluate_options(parser: argparse.ArgumentParser) -> None:
                              "best,oracle-span,oracle-source,full-history")
     parser.add_argument("--reader", default=None, help="reader for every condition")
     parser.add_argument("--style", default=None, choices=sorted(STYLES),
-                        help="how an LLM reader is asked (default: structured)")
+                        help=f"how an LLM reader is asked (default: {Config().reader.style})")
     parser.add_argument("--rerank-with", default="llm-qwen-0.5b",
                         help="reranker of the hybrid-reranked condition")
     parser.add_argument("--runs-root", default="runs")

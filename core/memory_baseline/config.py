@@ -124,9 +124,11 @@ class ReaderConfig:
     # (full-history), but llama.cpp's logits then differ from a cold read in the last bits, so
     # an answer can differ: it is part of the reader's identity, and full-history turns it on.
     prefix_cache: bool = False
-    # plain | dated | structured | two-step (memory_baseline.reading). `structured` won on the
-    # fixture's dev tasks with oracle context (chapter 9, benchmarks/results/reader-ceiling.json).
-    style: str = "structured"
+    # plain | dated | structured | two-step | focused | itemised (memory_baseline.reading).
+    # `itemised` won on the pooled dev tasks of the fixture, the PEPs and two generated worlds
+    # with oracle context (chapter 9, benchmarks/results/reader-choice.json); it is `structured`
+    # except on work requests and which-promise questions.
+    style: str = "itemised"
 
 
 @dataclass(frozen=True)
@@ -222,7 +224,7 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "context.oversize_policy": ("truncate", "drop"),
     "context.order": ("rank", "best-at-edges", "date"),
     "context.compression": ("none", "sentences"),
-    "reader.style": ("plain", "dated", "structured", "two-step", "focused"),
+    "reader.style": ("plain", "dated", "structured", "two-step", "focused", "itemised"),
 }
 # Inclusive (low, high) bounds; None means unbounded on that side.
 RANGES: dict[str, tuple[float | None, float | None]] = {

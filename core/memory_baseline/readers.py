@@ -31,8 +31,10 @@ Readers:
 
 How an LLM reader is asked is its style (`ReaderConfig.style`, `memory_baseline.reading`):
 ``plain`` is the template above; ``dated``, ``structured`` (grammar-constrained JSON whose
-cited ids come from an enum of the admitted ids) and ``two-step`` are the reader
-engineering measured in chapter 9. Without history (no-memory) every style keeps its
+cited ids come from an enum of the admitted ids), ``two-step``, ``focused`` and ``itemised``
+are the reader engineering measured in chapter 9. A routing style (``itemised``) reads
+some questions its own way and hands the rest to structured, under structured's identity
+(`reading.routed_style`). Without history (no-memory) every style keeps its
 own layout, ask and output format and only says that no records are available
 (`reading.SYSTEM_DATED_NO_HISTORY`), so the control differs from the history
 conditions by the history alone; with history consulted and nothing admitted, an LLM
@@ -210,6 +212,17 @@ def no_evidence_answer(identity: dict) -> Answer:
                   reader=identity, extra={"no_passages": True})
 
 
+def _routed(identity: dict, configured: str, query: str) -> tuple[str, dict]:
+    """(style, identity) that read `query`: a routing style (itemised) hands the questions it does
+    not read differently to structured, under structured's identity, so they are structured's
+    answers, from the same cache entries."""
+    style = reading.routed_style(configured, query)
+    kind = reading.itemised_kind(query) if style == "itemised" else None
+    if style == configured and kind is None:
+        return style, identity
+    return style, identity | {"style": style, "style_template": reading.template_sha256(style, kind)}
+
+
 def _check_style(style: str, reader: str) -> str:
     if style not in reading.STYLES:
         raise ReaderError(f"reader {reader}: unknown style {style!r}; choose one of "
@@ -348,21 +361,22 @@ class LocalLLMReader:
 
     def messages(self, query: str, passages: Sequence[Passage], as_of: str | None, *,
                  history: bool = True) -> list[dict]:
-        return style_messages(self.style, query, passages, as_of, history=history)
+        return style_messages(reading.routed_style(self.style, query), query, passages, as_of,
+                              history=history)
 
     def answer(self, query: str, passages: Sequence[Passage], as_of: str | None, *,
                history: bool = True) -> Answer:
         started = time.perf_counter()
+        style, identity = _routed(self.identity, self.style, query)
         if history and not passages:
-            return no_evidence_answer(self.identity)
+            return no_evidence_answer(identity)
         messages = self.messages(query, passages, as_of, history=history)
         tokenizer = self.tokenizer
         prompt = tokenizer.render_chat(messages)
-        style = self.style
         settings = _generation_settings(self.config, style, query, tokenizer.count_chat_tokens(messages),
                                         f"reader {self.model}")
 
-        def complete(call_messages: list[dict], schema: dict | None) -> reading.Completion:
+        def complete(call_messages: list[dict], schema: dict | str | None) -> reading.Completion:
             max_tokens = settings["max_tokens"]
             if call_messages is not messages:  # a two-step read's second prompt, not yet counted
                 left = self.config.context_window - tokenizer.count_chat_tokens(call_messages)
@@ -370,7 +384,8 @@ class LocalLLMReader:
                     raise ReaderError(f"reader {self.model}: a {style} prompt does not fit the "
                                       f"context window of {self.config.context_window} tokens")
                 max_tokens = min(max_tokens, left)
-            grammar = reading.reply_grammar(schema, query) if schema is not None else None
+            grammar = schema if isinstance(schema, str) or schema is None else \
+                reading.reply_grammar(schema, query)
             done = self.llm.chat(call_messages, **{**settings, "max_tokens": max_tokens}, grammar=grammar,
                                  reuse_prefix=self.config.prefix_cache)
             return reading.Completion(done.text, done.prompt_tokens, done.completion_tokens, done.seconds,
@@ -378,7 +393,7 @@ class LocalLLMReader:
                                       done.cached_prompt_tokens)
 
         return _cached_or_generated(
-            self._cache, self.identity, prompt, settings, passages,
+            self._cache, identity, prompt, settings, passages,
             lambda: reading.run_style(style, complete, messages, query, passages, as_of), started,
             style=style)
 
@@ -468,25 +483,28 @@ class OllamaReader:
 
     def messages(self, query: str, passages: Sequence[Passage], as_of: str | None, *,
                  history: bool = True) -> list[dict]:
-        return style_messages(self.style, query, passages, as_of, history=history)
+        return style_messages(reading.routed_style(self.style, query), query, passages, as_of,
+                              history=history)
 
     def answer(self, query: str, passages: Sequence[Passage], as_of: str | None, *,
                history: bool = True) -> Answer:
         started = time.perf_counter()
+        style, identity = _routed(self.identity, self.style, query)
         if history and not passages:
-            return no_evidence_answer(self.identity)
+            return no_evidence_answer(identity)
         messages = self.messages(query, passages, as_of, history=history)
-        style = self.style
         # Ollama would silently cut a prompt that does not fit; this refuses instead.
         settings = _generation_settings(self.config, style, query, self.count_prompt_tokens(messages),
                                         "ollama reader")
         max_tokens = settings["max_tokens"]
 
-        def complete(call_messages: list[dict], schema: dict | None) -> reading.Completion:
+        def complete(call_messages: list[dict], schema: dict | str | None) -> reading.Completion:
             t0 = time.perf_counter()
-            # Ollama takes a JSON schema as `format` and constrains decoding with it.
+            # Ollama takes a JSON schema as `format` and constrains decoding with it; it has no
+            # grammars, so a ready grammar (itemised's work answer) decodes free.
+            constraint = {"format": schema} if isinstance(schema, dict) else {}
             reply = self._call(self._client.chat, model=self.model, messages=call_messages,
-                               options=self._options(max_tokens), **({"format": schema} if schema else {}))
+                               options=self._options(max_tokens), **constraint)
             return reading.Completion(
                 text=reply.message.content or "", prompt_tokens=int(reply.prompt_eval_count or 0),
                 completion_tokens=int(reply.eval_count or 0), seconds=time.perf_counter() - t0,
@@ -499,7 +517,7 @@ class OllamaReader:
         # in the identity pin the prompt exactly.
         prompt = json.dumps(messages, sort_keys=True, ensure_ascii=False)
         return _cached_or_generated(
-            self._cache, self.identity, prompt, settings, passages,
+            self._cache, identity, prompt, settings, passages,
             lambda: reading.run_style(style, complete, messages, query, passages, as_of), started,
             style=style)
 

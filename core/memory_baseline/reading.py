@@ -25,6 +25,18 @@ are reader engineering for a small local model, each a named configuration
   it, all of them cited; for a why-question the reasons the record gives; and
   always an answer composed from the quotes that keeps their dates, numbers
   and names, and does not restate the question.
+- ``itemised``: structured, except for two kinds of request it reads from the
+  question alone (`itemised_kind`). A which/what question about promises,
+  follow-ups or deferred work is asked for every action item, to-do or
+  deferral the sources state, each named with its state as of the date (and
+  the date it was done), without an outcome status. A work request is
+  answered outside JSON, under a grammar: ``Follows [id], [id].`` (ids from the
+  admitted ones), then the fenced block in a language the request names
+  (``bash`` for shell commands). After a JSON head, structured's artifacts came
+  back with escaped newlines and missing imports. Every
+  other question gets the structured prompt, byte for byte, under the
+  structured reader's identity, so its answers are structured's, cached ones
+  included.
 
 The answer text of the structured styles is rendered from the fields:
 ``Status: <status>. <answer> [ids]`` plus a fenced block for an artifact. The
@@ -54,6 +66,8 @@ STYLES: dict[str, str] = {
     "two-step": "extract quoted claims (constrained), then answer from them (structured); two calls",
     "focused": "structured, shaped by the question's kind: status only for outcomes, every source for "
                "where-questions, reasons for why, specifics kept",
+    "itemised": "structured, but which-promises questions ask for every action item with its state, "
+                "and work requests are answered outside JSON: cited ids, then one fenced block",
 }
 STATUSES = ("decided", "proposed", "rejected", "superseded", "open", "done", "not-applicable")
 ARTIFACT_LANGUAGES = ("yaml", "toml", "json", "python", "sql", "ini", "text")
@@ -212,6 +226,21 @@ ASK_FOCUSED_KIND = {
 }
 QUESTION_KINDS = tuple(ASK_FOCUSED_KIND) + ("work",)
 
+ASK_ITEMS = (
+    "Reply in JSON. evidence: from each source that states any, a short verbatim quote of the "
+    "promises the question is about: action items, to-dos (a \"- [ ]\" line is one), follow-ups, "
+    "work deferred or left for later. answer: then name every such item, each with its state as of "
+    "the question's date (still open; done, with the date a source gives; or deferred), keeping "
+    "names, dates and versions. A later source may finish what an earlier one promised. If the "
+    f"sources do not answer the question, answer exactly: {INSUFFICIENT}."
+)
+ASK_WORK = (
+    "This is a work request. First name the sources the work follows, as their ids in square "
+    "brackets. Then write the complete content asked for in one fenced code block with real line "
+    "breaks, following the decisions and the existing files in the sources (their names, keys and "
+    "layout), changed only where the request differs; code imports everything it uses."
+)
+
 # Bump when the schemas or grammars change shape: the answer cache keys on the prompt text,
 # which a schema change leaves as it was.
 GRAMMAR_VERSION = 2
@@ -219,17 +248,28 @@ _SHARED_TEMPLATE = (SYSTEM_DATED, STATUS_GUIDE, ASK_ARTIFACT, STATUSES, ARTIFACT
                     MAX_CLAIMS, MAX_QUOTE_CHARS, MAX_ANSWER_CHARS, GRAMMAR_VERSION)
 
 
-def template_sha256(style: str) -> str:
+def template_sha256(style: str, kind: str | None = None) -> str:
     """Recorded in the reader identity: a changed template or grammar is a different reader.
 
-    Per style, so that adding or changing one style leaves the others' cached answers valid.
+    Per style, so that adding or changing one style leaves the others' cached answers valid;
+    for itemised also per `kind` it reads (`itemised_kind`), so that changing how it reads
+    promises leaves its work answers valid. (The asks themselves are in the prompt, which the
+    answer cache keys on; this hash covers what shapes the reply outside it.)
     """
+    if style == "itemised" and kind is not None:
+        # What picks the grammar of a question is part of it: the cache keys on the prompt only.
+        shaped = {"work": ("Follows ", "bash", _SHELL.pattern, ARTIFACT_LANGUAGES),
+                  "items": ("evidence and answer, no status",)}[kind]
+        material = json.dumps([_SHARED_TEMPLATE, "itemised", kind, shaped], ensure_ascii=False)
+        return hashlib.sha256(material.encode("utf-8")).hexdigest()[:16]
     own: dict[str, tuple] = {
         "dated": (ASK_DATED,),
         "structured": (ASK_STRUCTURED,),
         "two-step": (ASK_CLAIMS, ASK_STRUCTURED),
         "focused": (ASK_FOCUSED, ASK_FOCUSED_KIND,
                     [r.pattern for r in (_WORK_VERB, _WORK_OBJECT, _WHERE, _WHY, _LIST, _OUTCOME)]),
+        "itemised": ([r.pattern for r in (_WORK_VERB, _WORK_OBJECT, _PROMISES, _WORK_START,
+                                          _ASKS_FOR_WHICH)],),
     }
     material = json.dumps([_SHARED_TEMPLATE, own.get(style, ())], ensure_ascii=False)
     return hashlib.sha256(material.encode("utf-8")).hexdigest()[:16]
@@ -257,6 +297,43 @@ _OUTCOME = re.compile(
     r"rejected|accepted)|is .* (in force|current))\b", re.IGNORECASE)
 
 
+_PROMISES = re.compile(
+    r"\b(promis\w*|follow-?ups?|obligations?|still open|remain\w*|unfinished|outstanding|"
+    r"open (items?|issues?|questions?)|left (open|to do)|leaves?\b.*\b(later|future)|future work|"
+    # the verb, not a name: "what did PEP 758 defer", "... deferred?", never "deferred evaluation"
+    r"defer|deferred(?=\s*\?)|not yet done)\b", re.IGNORECASE)
+# Only a which/what question asks for the items; a yes/no question about one promise ("Have the
+# keys promised after evt-204 been added?") is structured's: itemising it listed other promises
+# and turned the answer (dev tasks of the fixture and two worlds, a first version of this style).
+_ASKS_FOR_WHICH = re.compile(r"^\s*(which|what)\b", re.IGNORECASE)
+# A request that starts with a work verb and names an artifact language ("Write Python that ...")
+# is work too; structured's own test (`is_work_request`) stays as it was, to keep its prompts.
+_WORK_START = re.compile(r"^\s*(write|draft|generate|create|produce)\b", re.IGNORECASE)
+
+
+def is_artifact_request(query: str) -> bool:
+    named = any(re.search(rf"\b{lang}\b", query, re.I) for lang in ARTIFACT_LANGUAGES)
+    return is_work_request(query) or bool(_WORK_START.search(query) and named)
+
+
+def itemised_kind(query: str) -> str | None:
+    """What the itemised style reads differently, from the question's words alone (never a task
+    label): ``work`` (an artifact), ``items`` (promises, follow-ups, deferred work), else None."""
+    if is_artifact_request(query):
+        return "work"
+    if _PROMISES.search(query) and _ASKS_FOR_WHICH.search(query):
+        return "items"
+    return None
+
+
+def routed_style(style: str, query: str) -> str:
+    """The style that reads `query`: itemised reads only its two kinds; every other question is
+    read by structured, with structured's prompt and identity."""
+    if style == "itemised" and itemised_kind(query) is None:
+        return "structured"
+    return style
+
+
 def question_kind(query: str) -> str:
     """What the question asks for, read from its words alone (never from a task label):
     ``work`` (an artifact), ``where``, ``why``, ``list``, ``outcome`` or ``other``."""
@@ -275,7 +352,9 @@ def question_kind(query: str) -> str:
 
 def answer_allowance(style: str, query: str, max_answer_tokens: int) -> int:
     """Tokens a reply may use: a structured work request carries evidence and an artifact, so twice."""
-    structured = style in ("structured", "two-step", "focused")
+    structured = style in ("structured", "two-step", "focused", "itemised")
+    if style == "itemised" and itemised_kind(query) == "work":
+        return max_answer_tokens * 2  # its artifact
     return max_answer_tokens * 2 if structured and is_work_request(query) else max_answer_tokens
 
 
@@ -341,6 +420,11 @@ def messages_for(style: str, query: str, passages: Sequence[Passage], as_of: str
         return dated_messages(query, passages, as_of, ASK_CLAIMS)
     if style == "focused":
         return dated_messages(query, passages, as_of, focused_ask(query), history=history)
+    if style == "itemised":
+        if itemised_kind(query) is None:
+            return dated_messages(query, passages, as_of, answer_ask(query), history=history)
+        ask = ASK_WORK if itemised_kind(query) == "work" else ASK_ITEMS
+        return dated_messages(query, passages, as_of, ask, history=history)
     raise ValueError(f"unknown reading style {style!r}; choose one of {sorted(STYLES)}")
 
 
@@ -379,6 +463,39 @@ def answer_schema(source_ids: Sequence[str], query: str, *, focused: bool = Fals
     if not work and (not focused or kind == "outcome"):  # an artifact has no outcome to classify
         properties["status"] = {"enum": list(STATUSES)}
     return {"type": "object", "properties": properties, "required": list(properties)}
+
+
+def items_schema(source_ids: Sequence[str], query: str) -> dict[str, Any]:
+    """The itemised reply to a question about promises: structured's evidence and answer, without
+    an outcome status (the answer gives each item its own state). A first version asked for the
+    items as fields (item, state, date), one list per source: the model left every list empty and
+    put the items in its answer, so the fields only cost tokens."""
+    schema = answer_schema(source_ids, query)
+    schema["properties"].pop("status", None)
+    schema["required"] = [key for key in schema["required"] if key != "status"]
+    return schema
+
+
+_SHELL = re.compile(r"\bshell\b", re.IGNORECASE)  # not "command": "dispatches on a command string"
+
+
+def work_languages(query: str) -> tuple[str, ...]:
+    """The fence languages of a work answer: shell commands are ``bash`` (asked for "one fenced
+    block holding the shell commands", a free choice wrote JSON); else the requested ones."""
+    if _SHELL.search(query):
+        return ("bash",)
+    return requested_languages(query)
+
+
+def work_grammar(query: str, source_ids: Sequence[str]) -> str:
+    """A work answer outside JSON (so the artifact has real line breaks): ``Follows [id], [id].``
+    with ids from the admitted ones only, then one fenced block in a requested language. Free prose
+    first came back as the ask repeated, or a source header copied, instead of what it follows."""
+    languages = " | ".join(json.dumps(lang) for lang in work_languages(query))
+    ids = " | ".join(json.dumps(f"[{sid}]") for sid in source_ids)
+    return ("%llguidance {}\n"
+            "start: \"Follows \" cite (\", \" cite)* \".\\n\\n```\" lang \"\\n\" body \"```\"\n"
+            f"cite: {ids}\nlang: {languages}\nbody: /[^`]+/\n")
 
 
 def reply_grammar(schema: dict[str, Any], query: str) -> str:
@@ -452,8 +569,9 @@ class Completion:
     cached_prompt_tokens: int = 0  # prompt tokens whose state the runtime reused (prefix cache)
 
 
-# complete(messages, json_schema or None) -> Completion; the reader supplies settings.
-Complete = Callable[[list[dict], dict[str, Any] | None], Completion]
+# complete(messages, constraint) -> Completion; the reader supplies settings. The constraint is
+# a JSON schema (made into `reply_grammar`), a ready llguidance grammar (a str), or None (free).
+Complete = Callable[[list[dict], dict[str, Any] | str | None], Completion]
 
 
 @dataclass(frozen=True)
@@ -502,6 +620,13 @@ def run_style(style: str, complete: Complete, messages: list[dict], query: str,
         return single(complete(messages, answer_schema(ids, query)))
     if style == "focused":
         return single(complete(messages, answer_schema(ids, query, focused=True)))
+    if style == "itemised":
+        kind = itemised_kind(query)
+        if kind == "work":
+            return single(complete(messages, work_grammar(query, ids)))
+        if kind == "items":
+            return single(complete(messages, items_schema(ids, query)))
+        return single(complete(messages, answer_schema(ids, query)))  # routed: structured's reading
     first = complete(messages, claims_schema(ids))
     claims = _parse_json(first.text).get("claims") or []
     claims = [c for c in claims if isinstance(c, dict) and c.get("source") in ids]
@@ -561,6 +686,8 @@ def render(style: str, raw_text: str, passages: Sequence[Passage]) -> Rendered:
     """The answer text of a reply: free text as is; structured fields as prose plus a code block."""
     if style in ("plain", "dated"):
         return Rendered(raw_text, {})
+    if style == "itemised" and not raw_text.lstrip().startswith("{"):
+        return Rendered(raw_text, {"kind": "work"})  # a work request's free text and its block
     extra: dict[str, Any] = {}
     if style == "two-step":
         both = _parse_json(raw_text)
@@ -598,3 +725,4 @@ def render(style: str, raw_text: str, passages: Sequence[Passage]) -> Rendered:
     if artifact and artifact.strip():
         text += f"\n\n```{language or ''}\n{artifact.rstrip()}\n```"
     return Rendered(text, extra)
+

@@ -39,6 +39,9 @@ from .experiments import display_path, repo_path
 from .named_recall import bootstrap_mean
 
 READER = "qwen-1.5b"
+# The style the committed study read with; pinned, so that resuming or reproducing it reads
+# the same prompts when the configured default changes (chapter 9 chose `itemised` later).
+STYLE = "structured"
 CONDITIONS = ("no-memory", "hybrid", "best", "oracle-source")
 FULL_HISTORY = "full-history"
 # full-history fills the reader's window: even with the prefix read once, generating at that length
@@ -99,7 +102,8 @@ def run(study_dir: str | Path | None = None, *, runs_root: str | Path = "benchma
             history, tasks = found[corpus]
             slot = study.run_dir / "runs" / slot_name
             started = sorted(p.parent for p in slot.glob("*/manifest.json"))
-            run_dir = run_evaluation(conn, Config(index=f"answer_ladder_{corpus}"), tasks, history,
+            config = Config(index=f"answer_ladder_{corpus}").with_overrides(reader={"style": STYLE})
+            run_dir = run_evaluation(conn, config, tasks, history,
                                      list(conditions), runs_root=slot, reader_name=READER, limit=limit,
                                      progress=progress, resume=started[-1] if started else None,
                                      test_only=[c for c in conditions if c == "best"])

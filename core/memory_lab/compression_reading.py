@@ -33,6 +33,9 @@ from . import intervals, study_cli
 from .experiments import display_path, repo_path
 
 READER = "qwen-1.5b"
+# The style the committed study read with; pinned, so that resuming or reproducing it reads
+# the same prompts when the configured default changes (chapter 9 chose `itemised` later).
+STYLE = "structured"
 CONDITIONS = ("oracle-source", "oracle-source-compressed")
 CORPORA = ("fixture", "peps")  # the corpora the screen chose the share on
 SPLIT = "dev"
@@ -76,7 +79,8 @@ def _read(study: Any, runs: list[dict[str, Any]], found: Mapping[str, tuple[Path
                 continue
             slot = study.run_dir / "runs" / corpus
             started = sorted(p.parent for p in slot.glob("*/manifest.json"))
-            run_dir = run_evaluation(conn, Config(index=f"compression_{corpus}"), tasks, history,
+            config = Config(index=f"compression_{corpus}").with_overrides(reader={"style": STYLE})
+            run_dir = run_evaluation(conn, config, tasks, history,
                                      list(CONDITIONS), runs_root=slot, reader_name=READER, split=SPLIT,
                                      progress=progress, resume=started[-1] if started else None)
             runs.append({"slot": corpus, "corpus": corpus, "conditions": list(CONDITIONS),

@@ -110,7 +110,7 @@ def reader_ceiling(root: Path) -> str:
     chosen = document["dev_choice"]["style"]
     table = []
     for style in passed.index:
-        label = f"`{style}`" + (" (default, chosen on dev)" if style == chosen else "")
+        label = f"`{style}`" + (" (chosen on the fixture's dev tasks)" if style == chosen else "")
         table.append({"style": label,
                       **{f"{split} (of {int(cases.loc[style, split])})": int(passed.loc[style, split])
                          for split in ("dev", "test", "all")},
