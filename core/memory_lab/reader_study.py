@@ -331,6 +331,8 @@ def held_out_figures(study_dirs: str | Path | Sequence[str | Path], style: str, 
                                            for r in rates if r.question_type != "all"},
                      **_cost(members)})
     rates = [r["pass_rate"] for r in rows]
+    read = {e["study"] for e, _ in cases}  # the studies that read this style
+    studies = [s for s in studies if display_path(repo_path(s)) in read]
     return {"study": display_path(repo_path(studies[0])),
             "studies": [display_path(repo_path(s)) for s in studies],
             "replaced": [r for r in replaced if r["style"] == style],
@@ -353,8 +355,45 @@ def choice_document(dev_studies: Sequence[str | Path],
     if len(readers) != 1:
         raise ReaderStudyError(f"the studies were read by different readers: {sorted(readers)}")
     choice = pooled_choice(dev_studies)
-    return {"reader": readers.pop(), "dev": choice,
-            "test": held_out_figures(test_studies, choice["style"]) if test_studies else None}
+    document = {"reader": readers.pop(), "dev": choice,
+                "test": held_out_figures(test_studies, choice["style"]) if test_studies else None}
+    # A style read on the test tasks before this choice (an earlier default) is reported beside
+    # it, with the paired difference on the same tasks: it was measured, so it stays on record.
+    earlier = sorted({e["style"] for e, _ in _latest_cases(test_studies, "oracle-source", "test")[0]}
+                     - {choice["style"]}) if test_studies else []
+    document["test_earlier"] = [test_comparison(test_studies, choice["style"], style) for style in earlier]
+    return document
+
+
+def test_comparison(studies: Sequence[str | Path], chosen: str, other: str) -> dict[str, Any]:
+    """`other`'s test figures and the chosen style paired against it on the tasks both read."""
+    from .intervals import paired_difference
+
+    cases, _ = _latest_cases(studies, "oracle-source", "test")
+    table: dict[str, dict[str, tuple[str, bool]]] = {}
+    for entry, case in cases:
+        table.setdefault(entry["style"], {})[f"{entry['corpus']}/{case['task_id']}"] = (
+            case["question_type"], bool(case["score"]["passed"]))
+    return {"style": other, "figures": held_out_figures(studies, other),
+            "paired": paired_difference(table, chosen, other).to_dict()}
+
+
+def earlier_defaults(document: Mapping[str, Any]) -> list[str]:
+    """One sentence per earlier default read on the same test tasks (README and chapter 9)."""
+    lines = []
+    for earlier in document.get("test_earlier", []):
+        figures, paired = earlier["figures"], earlier["paired"]
+        rates = "; ".join(f"{r['corpus']} {r['passed']} of {r['cases']} ({r['pass_rate']:.2f})"
+                          for r in figures["corpora"])
+        lines.append(
+            f"The earlier default `{earlier['style']}` on the same test tasks (studies "
+            f"{', '.join(f'`{s}`' for s in figures['studies'])}): {rates}; lowest {figures['lowest']:.2f}, "
+            f"gap {figures['gap']:.2f}. Paired on the {paired['tasks']} tasks both read, "
+            f"`{paired['upper']}` − `{paired['lower']}` is {paired['difference']:+.3f} "
+            f"[{paired['low']:+.3f}, {paired['high']:+.3f}] (McNemar p {paired['mcnemar_p']:.3f}; "
+            f"{paired['only_upper']} tasks passed by `{paired['upper']}` only, "
+            f"{paired['only_lower']} by `{paired['lower']}` only).")
+    return lines
 
 
 def _types(per_type: Mapping[str, Mapping[str, int]]) -> str:

@@ -122,7 +122,7 @@ def reader_ceiling(root: Path) -> str:
 
 def reader_choice(root: Path) -> str:
     """The default style chosen on pooled dev tasks of four corpora, then its test figures."""
-    from .reader_study import choice_tables
+    from .reader_study import choice_tables, earlier_defaults
 
     document = _load(root, READER_CHOICE)
     dev, test = document["dev"], document["test"]
@@ -139,10 +139,13 @@ def reader_choice(root: Path) -> str:
     if test is None:
         return text + "\nThe test tasks have not been read yet.\n"
     studies = test.get("studies") or [test["study"]]
-    return (text + f"\n`{test['style']}` on the test tasks, where nothing was chosen (studies "
-            f"{', '.join(f'`{s}`' for s in studies)}{_read_again(test.get('replaced', []))}); lowest corpus "
-            f"{test['lowest']:.2f}, gap between best and worst corpus {test['gap']:.2f}:\n\n"
-            + _markdown(pd.DataFrame(tables["test"])) + "\n")
+    text += (f"\n`{test['style']}` on the test tasks, where nothing was chosen (studies "
+             f"{', '.join(f'`{s}`' for s in studies)}{_read_again(test.get('replaced', []))}); lowest corpus "
+             f"{test['lowest']:.2f}, gap between best and worst corpus {test['gap']:.2f}:\n\n"
+             + _markdown(pd.DataFrame(tables["test"])) + "\n")
+    for line in earlier_defaults(document):
+        text += "\n" + line + "\n"
+    return text
 
 
 def _read_again(replaced: list[dict[str, Any]]) -> str:
