@@ -292,6 +292,7 @@ def test_itemised_schemas_compile_to_grammars():
     assert 'lang: "toml"' in work and 'cite: "[decisions/adr-007.md]"' in work
     assert 'lang: "bash"' in work_grammar("Reply with one fenced block holding the shell commands.",
                                           [ADR7.source_id])
+    assert "cite" not in work_grammar("Write the TOML entry.", [])  # no-memory: the block alone
 
 
 @pytest.mark.slow
@@ -301,6 +302,10 @@ def test_itemised_on_a_real_model_cites_only_admitted_ids(tmp_path):
     answer = reader.answer("Which follow-ups about fan-out were still open?", [ADR9, SESSION], "2024-09-01")
     assert answer.reader["style"] == "itemised" and answer.usage.calls == 1
     assert set(answer.citations) <= {ADR9.source_id, SESSION.source_id} and "status" not in answer.text[:8]
+    # The matched no-memory control keeps the style: a work request is the fenced block alone.
+    control = reader.answer("Write the TOML entry for fan-out. Reply with one fenced toml block.", [],
+                            "2024-09-01", history=False)
+    assert control.text.startswith("```toml") and control.usage.calls == 1
     work = reader.answer("Write the TOML entry for fan-out. Reply with one fenced toml block.",
                          [ADR9, SESSION], "2024-09-01")
     assert work.text.startswith("Follows [") and "```toml" in work.text

@@ -492,10 +492,13 @@ def work_grammar(query: str, source_ids: Sequence[str]) -> str:
     with ids from the admitted ones only, then one fenced block in a requested language. Free prose
     first came back as the ask repeated, or a source header copied, instead of what it follows."""
     languages = " | ".join(json.dumps(lang) for lang in work_languages(query))
+    block = f"lang: {languages}\nbody: /[^`]+/\n"
+    if not source_ids:  # the no-memory control: no sources to follow, the block alone
+        return "%llguidance {}\nstart: \"```\" lang \"\\n\" body \"```\"\n" + block
     ids = " | ".join(json.dumps(f"[{sid}]") for sid in source_ids)
     return ("%llguidance {}\n"
             "start: \"Follows \" cite (\", \" cite)* \".\\n\\n```\" lang \"\\n\" body \"```\"\n"
-            f"cite: {ids}\nlang: {languages}\nbody: /[^`]+/\n")
+            f"cite: {ids}\n" + block)
 
 
 def reply_grammar(schema: dict[str, Any], query: str) -> str:
@@ -725,4 +728,3 @@ def render(style: str, raw_text: str, passages: Sequence[Passage]) -> Rendered:
     if artifact and artifact.strip():
         text += f"\n\n```{language or ''}\n{artifact.rstrip()}\n```"
     return Rendered(text, extra)
-
