@@ -361,8 +361,7 @@ class LocalLLMReader:
 
     def messages(self, query: str, passages: Sequence[Passage], as_of: str | None, *,
                  history: bool = True) -> list[dict]:
-        return style_messages(reading.routed_style(self.style, query), query, passages, as_of,
-                              history=history)
+        return style_messages(self.style, query, passages, as_of, history=history)
 
     def answer(self, query: str, passages: Sequence[Passage], as_of: str | None, *,
                history: bool = True) -> Answer:
@@ -483,8 +482,7 @@ class OllamaReader:
 
     def messages(self, query: str, passages: Sequence[Passage], as_of: str | None, *,
                  history: bool = True) -> list[dict]:
-        return style_messages(reading.routed_style(self.style, query), query, passages, as_of,
-                              history=history)
+        return style_messages(self.style, query, passages, as_of, history=history)
 
     def answer(self, query: str, passages: Sequence[Passage], as_of: str | None, *,
                history: bool = True) -> Answer:

@@ -312,8 +312,7 @@ _WORK_START = re.compile(r"^\s*(write|draft|generate|create|produce)\b", re.IGNO
 
 
 def is_artifact_request(query: str) -> bool:
-    named = any(re.search(rf"\b{lang}\b", query, re.I) for lang in ARTIFACT_LANGUAGES)
-    return is_work_request(query) or bool(_WORK_START.search(query) and named)
+    return is_work_request(query) or bool(_WORK_START.search(query) and _named_languages(query))
 
 
 def itemised_kind(query: str) -> str | None:
@@ -352,16 +351,19 @@ def question_kind(query: str) -> str:
 
 def answer_allowance(style: str, query: str, max_answer_tokens: int) -> int:
     """Tokens a reply may use: a structured work request carries evidence and an artifact, so twice."""
+    style = routed_style(style, query)
+    work = itemised_kind(query) == "work" if style == "itemised" else is_work_request(query)
     structured = style in ("structured", "two-step", "focused", "itemised")
-    if style == "itemised" and itemised_kind(query) == "work":
-        return max_answer_tokens * 2  # its artifact
-    return max_answer_tokens * 2 if structured and is_work_request(query) else max_answer_tokens
+    return max_answer_tokens * 2 if structured and work else max_answer_tokens
+
+
+def _named_languages(query: str) -> tuple[str, ...]:
+    return tuple(lang for lang in ARTIFACT_LANGUAGES if re.search(rf"\b{lang}\b", query, re.I))
 
 
 def requested_languages(query: str) -> tuple[str, ...]:
     """The artifact languages the request names; all of them when it names none."""
-    named = tuple(lang for lang in ARTIFACT_LANGUAGES if re.search(rf"\b{lang}\b", query, re.I))
-    return named or ARTIFACT_LANGUAGES
+    return _named_languages(query) or ARTIFACT_LANGUAGES
 
 
 def ordered_for_reading(passages: Sequence[Passage], as_of: str | None) -> list[Passage]:
@@ -410,8 +412,10 @@ def messages_for(style: str, query: str, passages: Sequence[Passage], as_of: str
 
     Without history (the matched no-memory control) each style keeps its layout, ask and
     output format; two-step has no sources to extract claims from, so it asks its
-    answer step directly, which is the structured prompt.
+    answer step directly, which is the structured prompt. A routing style (itemised) asks the
+    questions it does not read its own way in structured's words.
     """
+    style = routed_style(style, query)
     if style == "dated":
         return dated_messages(query, passages, as_of, ASK_DATED, history=history)
     if style == "structured" or (style == "two-step" and not history):
@@ -421,8 +425,6 @@ def messages_for(style: str, query: str, passages: Sequence[Passage], as_of: str
     if style == "focused":
         return dated_messages(query, passages, as_of, focused_ask(query), history=history)
     if style == "itemised":
-        if itemised_kind(query) is None:
-            return dated_messages(query, passages, as_of, answer_ask(query), history=history)
         ask = ASK_WORK if itemised_kind(query) == "work" else ASK_ITEMS
         return dated_messages(query, passages, as_of, ask, history=history)
     raise ValueError(f"unknown reading style {style!r}; choose one of {sorted(STYLES)}")
@@ -614,6 +616,7 @@ def run_style(style: str, complete: Complete, messages: list[dict], query: str,
               passages: Sequence[Passage], as_of: str | None) -> StyleRun:
     """Ask the model in `style`, starting from `messages` (the reader's first prompt, which it has
     already built and counted); the caller renders `raw_text` with `render`."""
+    style = routed_style(style, query)
     if style in ("plain", "dated"):
         return single(complete(messages, None))
     ids = list(dict.fromkeys(p.source_id for p in passages))
@@ -624,12 +627,9 @@ def run_style(style: str, complete: Complete, messages: list[dict], query: str,
     if style == "focused":
         return single(complete(messages, answer_schema(ids, query, focused=True)))
     if style == "itemised":
-        kind = itemised_kind(query)
-        if kind == "work":
+        if itemised_kind(query) == "work":
             return single(complete(messages, work_grammar(query, ids)))
-        if kind == "items":
-            return single(complete(messages, items_schema(ids, query)))
-        return single(complete(messages, answer_schema(ids, query)))  # routed: structured's reading
+        return single(complete(messages, items_schema(ids, query)))
     first = complete(messages, claims_schema(ids))
     claims = _parse_json(first.text).get("claims") or []
     claims = [c for c in claims if isinstance(c, dict) and c.get("source") in ids]
