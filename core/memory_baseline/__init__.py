@@ -1,17 +1,64 @@
 """A conventional retrieval-augmented project memory on PostgreSQL + pgvector.
 
-The pipeline, one module per stage: `ingest` (discover, parse, provenance) and
-`git_history` (committed versions as `path@commit`), `chunking`,
-`identifiers` (terms the English parser would split), `store` (schema, BM25
-statistics and posting arrays, all SQL), `bm25` (the posting format, exact
-top-k scoring, compaction), `server` (embedded PostgreSQL), `models` (offline
-model files and the GGUF runtime), `embedders` and `vector_cache` (document
-vectors a book rebuild reads back), `retrieval` (lexical, dense,
-fusion), `rerank`, `context`, `readers` and `answer_cache`, `baseline`
-(`Baseline.ask`), `refresh` and `health`, `cli`.
+The public API is this package's root, and it is small:
 
-The experiments that measure this library live in `memory_lab`; importing
-`memory_baseline` loads none of them.
+    from memory_baseline import open_memory
+
+    with open_memory("demo") as memory:            # embedded PostgreSQL, or DATABASE_URL
+        memory.refresh("path/to/history")           # add, update, remove what is gone
+        result = memory.ask("What event store should new services use?", as_of="2024-07-15")
+        print(result.text, result.citations)
+
+`Memory` also has `ingest`, `search` (every stage and the admitted passages,
+without reading) and `health`. `Config` is the one configuration (TOML
+sections or keyword overrides). Results are frozen dataclasses: `Search`,
+`AskResult`, `SyncReport`, `HealthReport`. Everything else in the package is
+internal: one module per pipeline stage (`ingest`, `chunking`, `store`,
+`retrieval`, `rerank`, `context`, `reading`, `baseline`, `refresh`, `health`),
+which the lab (`memory_lab`) measures one by one.
+
+Names load on first use, so importing the package (and starting the CLI)
+costs no model, torch or database import.
 """
 
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
 __version__ = "0.1.0"
+
+# name -> the module that defines it
+_EXPORTS = {
+    "open_memory": "memory",
+    "Memory": "memory",
+    "Config": "config",
+    "ConfigError": "config",
+    "Search": "baseline",
+    "AskResult": "baseline",
+    "SyncReport": "refresh",
+    "HealthReport": "health",
+}
+
+__all__ = ["AskResult", "Config", "ConfigError", "HealthReport", "Memory", "Search", "SyncReport",
+           "__version__", "open_memory"]
+
+if TYPE_CHECKING:
+    from .baseline import AskResult, Search
+    from .config import Config, ConfigError
+    from .health import HealthReport
+    from .memory import Memory, open_memory
+    from .refresh import SyncReport
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'memory_baseline' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

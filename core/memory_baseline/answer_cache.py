@@ -50,7 +50,7 @@ USAGE_LOG_ENV = "MEMORY_BASELINE_ANSWER_CACHE_LOG"
 
 
 # When set, a miss is refused instead of computed: a reproduction that must compute nothing
-# (`memory-baseline book --cached-only`) fails on the first answer it would have to read.
+# (`memory-lab book --cached-only`) fails on the first answer it would have to read.
 CACHE_ONLY_ENV = "MEMORY_BASELINE_ANSWER_CACHE_ONLY"
 
 

@@ -40,6 +40,11 @@ class Search:
     timings_ms: dict[str, float] = field(default_factory=dict)
     notes: dict = field(default_factory=dict)
 
+    @property
+    def passages(self) -> tuple[Passage, ...]:
+        """The admitted passages, in the order the reader would see them."""
+        return tuple(self.context.admitted)
+
 
 @dataclass(frozen=True)
 class AskResult:
@@ -52,6 +57,21 @@ class AskResult:
     config: dict = field(default_factory=dict)
     source: str = "retrieval"
     notes: dict = field(default_factory=dict)
+
+    @property
+    def text(self) -> str:
+        """The answer as the reader wrote it."""
+        return self.answer.text
+
+    @property
+    def citations(self) -> tuple[str, ...]:
+        """The admitted sources the answer cites, in order of first citation."""
+        return self.answer.citations
+
+    @property
+    def passages(self) -> tuple[Passage, ...]:
+        """The admitted passages the reader read."""
+        return tuple(self.context.admitted)
 
     def to_dict(self) -> dict:
         return {

@@ -20,9 +20,14 @@ from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
-from .config import Config, ConfigError, validate_index_name
-from .reading import STYLES
+from .config import CHOICES, Config, ConfigError, validate_index_name
 from .server import redact_url
+
+# The styles an LLM reader accepts, from the config's registry: importing `reading` here
+# would load the retrieval stack (numpy, psycopg) before `--help` could print.
+STYLES = CHOICES["reader.style"]
+# Commands that moved to the lab's own entry point, so that this CLI never imports the lab.
+LAB_COMMANDS = ("book", "evaluate", "report", "beir", "bench", "world")
 
 EXIT_OK, EXIT_FAILED_CHECK, EXIT_BAD_INPUT = 0, 1, 2
 
@@ -169,13 +174,12 @@ def _print_health(report) -> None:
 
 
 def cmd_health(args: argparse.Namespace) -> int:
-    from .embedders import get_embedder
     from .health import check_health
-    from .representation import representation_id
+    from .representation import expected_representation_id
     from .server import connect
 
     config = load_config(args)
-    expected = representation_id(config, get_embedder(config.embedder))
+    expected = expected_representation_id(config)
     with connect() as conn:
         report = check_health(conn, config.index, expected, expect_hnsw=config.hnsw_build)
     if args.json:
@@ -283,180 +287,6 @@ def _query_options(parser: argparse.ArgumentParser, *, show: bool) -> None:
         parser.add_argument("--explain", action="store_true", help="record the dense query plan")
 
 
-def cmd_world(args: argparse.Namespace) -> int:
-    from memory_instrument.world import WorldParams, generate_world, world_digest
-
-    out = Path(args.out)
-    if out.exists() and any(out.iterdir()):
-        raise UsageError(f"{out} exists and is not empty; choose a new folder")
-    manifest = generate_world(WorldParams(seed=args.seed, docs=args.docs), out)
-    result = {"out": str(out), "seed": args.seed, "docs": args.docs, "digest": world_digest(out),
-              "manifest": manifest}
-    if args.json:
-        emit_json(result)
-    else:
-        print(f"world seed {args.seed}: {args.docs} documents in {out}/history, tasks in "
-              f"{out}/tasks.json, ledger in {out}/LEDGER.md; digest {result['digest']}")
-    return EXIT_OK
-
-
-def _world_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("action", choices=["generate"])
-    parser.add_argument("out", help="an empty or new folder")
-    parser.add_argument("--seed", type=int, required=True)
-    parser.add_argument("--docs", type=int, required=True, help="20 to 100000")
-
-
-def cmd_book(args: argparse.Namespace) -> int:
-    from memory_lab.book import BookBuildFailed, book
-
-    try:
-        result = book(profile=args.profile, only=args.only, execute=not args.no_execute,
-                      build=not args.no_build, publish_after=args.publish,
-                      published=args.from_published, progress=not args.json, repo=args.root,
-                      cached_only=args.cached_only)
-    except BookBuildFailed as exc:
-        print(f"memory-baseline: book failed: {str(exc).strip().splitlines()[0]}", file=sys.stderr)
-        return EXIT_FAILED_CHECK
-    if args.json:
-        emit_json(result.to_dict())
-    else:
-        if result.answers:
-            layers = ", ".join(f"{n} from {layer}" for layer, n in result.answers["by_layer"].items())
-            print(f"answers: {result.answers['from_cache']} from the cache ({layers or 'none'}), "
-                  f"{result.answers['computed']} computed")
-        if result.vectors:
-            print(f"document vectors: {result.vectors['from_cache']} from the cache, "
-                  f"{result.vectors['computed']} computed")
-        print(f"book built: {result.index_html}")
-    return EXIT_OK
-
-
-def _book_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--profile", default="smoke", help="smoke, full, or a TOML profile file")
-    parser.add_argument("--only", default=None, help="execute one notebook (e.g. 03 or embeddings)")
-    parser.add_argument("--no-build", action="store_true", help="execute notebooks, skip the build")
-    parser.add_argument("--no-execute", action="store_true",
-                        help="build from the chapters already executed in book/chapters")
-    parser.add_argument("--publish", action="store_true",
-                        help="then copy the chapters and the runs they name into book/published")
-    parser.add_argument("--from-published", action="store_true",
-                        help="build the published (full-profile) chapters; executes nothing")
-    parser.add_argument("--cached-only", action="store_true",
-                        help="compute no answer or reranker score: a chapter that needs one the "
-                             "caches lack fails, naming it (proves a reproduction read everything)")
-    parser.add_argument("--root", default=None,
-                        help="the book's folder (holds _config.yml, notebooks/, book/); default: "
-                             "the nearest one at or above the current directory")
-
-
-def _split_conditions(value: str) -> list[str]:
-    names = [n.strip() for n in value.split(",") if n.strip()]
-    if not names:
-        raise UsageError("--conditions needs at least one name")
-    return names
-
-
-def cmd_evaluate(args: argparse.Namespace) -> int:
-    from memory_lab.evaluation import report_text, run_evaluation
-
-    from .server import connect
-
-    config = load_config(args)
-    with connect() as conn:
-        run_dir = run_evaluation(
-            conn, config, args.tasks, args.corpus, _split_conditions(args.conditions),
-            runs_root=args.runs_root, reader_name=args.reader, reranker_name=args.rerank_with,
-            limit=args.limit, split=args.split, question_type=args.question_type, resume=args.resume,
-            progress=not args.json,
-        )
-    if args.json:
-        emit_json({"run_dir": str(run_dir)})
-    else:
-        print(report_text(run_dir))
-        print(f"\nrun directory: {run_dir}")
-    return EXIT_OK
-
-
-def _evaluate_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--tasks", required=True, help="task file (JSON), outside the corpus")
-    parser.add_argument("--corpus", required=True, help="the history folder the tasks are about")
-    parser.add_argument("--conditions", required=True,
-                        help="comma-separated, e.g. no-memory,lexical,dense,hybrid,hybrid-reranked,"
-                             "best,oracle-span,oracle-source,full-history")
-    parser.add_argument("--reader", default=None, help="reader for every condition")
-    parser.add_argument("--style", default=None, choices=sorted(STYLES),
-                        help=f"how an LLM reader is asked (default: {Config().reader.style})")
-    parser.add_argument("--rerank-with", default="llm-qwen-0.5b",
-                        help="reranker of the hybrid-reranked condition")
-    parser.add_argument("--runs-root", default="runs")
-    parser.add_argument("--limit", type=int, default=None, help="first N tasks only")
-    parser.add_argument("--split", default=None, help="only tasks whose metadata.split is this")
-    parser.add_argument("--question-type", default=None,
-                        help="only tasks of this question type (e.g. downstream); best still tunes on "
-                             "every dev task")
-    parser.add_argument("--resume", default=None, help="continue an interrupted run directory")
-
-
-def cmd_report(args: argparse.Namespace) -> int:
-    from memory_lab.evaluation import report_document, report_text
-
-    if not Path(args.run_dir).is_dir():
-        raise UsageError(f"{args.run_dir} is not a run directory")
-    if args.json:
-        emit_json(report_document(args.run_dir))
-    else:
-        print(report_text(args.run_dir))
-    return EXIT_OK
-
-
-def cmd_beir(args: argparse.Namespace) -> int:
-    from memory_lab.beir import format_beir, run_beir
-
-    from .server import connect
-
-    config = load_config(args)
-    with connect() as conn:
-        document = run_beir(conn, config, args.dir, _split_conditions(args.conditions),
-                            split=args.split, runs_root=args.runs_root, depth=args.depth,
-                            max_queries=args.max_queries, rrf_sweep=args.rrf_sweep,
-                            progress=not args.json)
-    if args.json:
-        emit_json(document)
-    else:
-        print(format_beir(document))
-    return EXIT_OK
-
-
-def _beir_options(parser: argparse.ArgumentParser) -> None:
-    from memory_lab.beir import DEFAULT_BEIR_CONDITIONS
-
-    parser.add_argument("dir", help="a BEIR folder: corpus.jsonl, queries.jsonl, qrels/")
-    parser.add_argument("--conditions", default=",".join(DEFAULT_BEIR_CONDITIONS))
-    parser.add_argument("--split", default="test")
-    parser.add_argument("--runs-root", default="runs")
-    parser.add_argument("--depth", type=int, default=100)
-    parser.add_argument("--max-queries", type=int, default=None)
-    parser.add_argument("--rrf-sweep", action="store_true", help="RRF k sweep on a dev split")
-
-
-def cmd_bench(args: argparse.Namespace) -> int:
-    from memory_lab.bench import run_benchmark
-
-    document = run_benchmark(args)
-    if args.json:
-        emit_json(document)
-    else:
-        print(f"{args.name}: results in {document['result_path']}")
-    return EXIT_OK
-
-
-def _bench_options(parser: argparse.ArgumentParser) -> None:
-    from memory_lab.bench import configure_parser
-
-    configure_parser(parser)
-
-
 CommandTable = dict[str, tuple[Callable[[argparse.Namespace], int], Callable[[argparse.ArgumentParser], None], str]]  # noqa: E501
 
 
@@ -495,17 +325,6 @@ COMMANDS: CommandTable = {
                "retrieve and assemble context; print every stage"),
     "ask": (cmd_ask, lambda p: _query_options(p, show=False),
             "answer a question with citations from the index"),
-    "world": (cmd_world, _world_options,
-              "generate a controlled world (history, ledger, tasks) deterministically"),
-    "evaluate": (cmd_evaluate, _evaluate_options,
-                 "run the condition ladder on a task file and write a run directory"),
-    "report": (cmd_report, lambda p: p.add_argument("run_dir"),
-               "print the scorecard of a run directory"),
-    "beir": (cmd_beir, _beir_options, "retrieval quality on a BEIR folder (nDCG@10, R@100, MRR@10)"),
-    "bench": (cmd_bench, _bench_options,
-              "benchmarks: ingest, latency, scale, scifact (JSON + figure in benchmarks/results)"),
-    "book": (cmd_book, _book_options,
-             "execute every notebook with Papermill, then build the Jupyter Book"),
     "server": (cmd_server,
                lambda p: p.add_argument("action", choices=["status", "start", "stop"]),
                "the embedded PostgreSQL server"),
@@ -524,21 +343,29 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    import psycopg
+def _refuse_lab_command(arguments: list[str]) -> None:
+    command = next((a for a in arguments if not a.startswith("-")), None)
+    if command in LAB_COMMANDS:
+        raise UsageError(f"`{command}` is a lab command: run `memory-lab {command} ...` "
+                         "(installed with the `lab` extra)")
 
+
+def _bad_input_errors() -> tuple[type[BaseException], ...]:
+    """The failures that are the user's input, not our bug (imported only when one happened)."""
     from .chunking import ChunkingError
     from .ingest import IngestError
     from .server import ServerError
     from .store import StoreError
 
-    bad_input: tuple[type[BaseException], ...] = (
-        UsageError, ConfigError, IngestError, StoreError, ServerError, ChunkingError, ValueError,
-        FileNotFoundError,
-    )
+    return (UsageError, ConfigError, IngestError, StoreError, ServerError, ChunkingError, ValueError,
+            FileNotFoundError)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in arguments
     try:
+        _refuse_lab_command(arguments)
         args = build_parser().parse_args(arguments)
         if not getattr(args, "handler", None):
             raise UsageError("missing subcommand; see `memory-baseline --help`")
@@ -549,8 +376,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:
         if debug:
             raise
-        print(f"memory-baseline: error: {_one_line(exc, bad_input, psycopg.Error)}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return report_failure(exc)
+
+
+def report_failure(exc: BaseException, *, prog: str = "memory-baseline") -> int:
+    """Print the one-line reason of a failed command on stderr; return its exit code (2)."""
+    import psycopg
+
+    print(f"{prog}: error: {_one_line(exc, _bad_input_errors(), psycopg.Error)}", file=sys.stderr)
+    return EXIT_BAD_INPUT
 
 
 def _one_line(exc: BaseException, bad_input: tuple[type[BaseException], ...],

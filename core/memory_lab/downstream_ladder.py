@@ -2,7 +2,7 @@
 
 `python -m memory_lab.downstream_ladder RUN_DIR` writes
 ``benchmarks/results/downstream-ladder.json`` from a committed evaluation run over
-the downstream tasks (``memory-baseline evaluate --question-type downstream``):
+the downstream tasks (``memory-lab evaluate --question-type downstream``):
 every condition's pass rate beside the matched no-memory control with the paired
 difference and its interval (`downstream.downstream_gains_by_condition`), each
 condition's prompt size and reading cost, and where each task's work failed. The

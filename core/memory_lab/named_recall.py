@@ -1,6 +1,6 @@
 """Recall at candidates and at admitted per question type, with bootstrap intervals, from a run.
 
-Reads a run directory of `memory-baseline evaluate` (its `cases.jsonl`), and for
+Reads a run directory of `memory-lab evaluate` (its `cases.jsonl`), and for
 each retrieval condition reports, per question type and split, the mean recall
 of expected sources at the ``candidates`` stage (the fused list) and at the
 ``admitted`` stage (what the reader saw), each with a percentile bootstrap 95%

@@ -33,7 +33,7 @@ from typing import Any
 from .paths import project_root
 from .runs import machine_description
 
-MAIN_COMMAND = (".venv/bin/memory-baseline", "book", "--profile", "full")
+MAIN_COMMAND = (".venv/bin/memory-lab", "book", "--profile", "full")
 DEFAULT_OUT = Path("benchmarks/results/book-reproduction.json")
 GOAL_MINUTES = 30
 

@@ -1,6 +1,6 @@
 """Benchmarks of the baseline's cost and scale: each writes one JSON result and, most, a figure.
 
-Seven benchmarks (`memory-baseline bench NAME`, or `python -m memory_lab.bench NAME`),
+Seven benchmarks (`memory-lab bench NAME`, or `python -m memory_lab.bench NAME`),
 one module each:
 
 - ``ingest`` (`ingest`): wall time of `refresh.sync` on a generated world against
@@ -172,7 +172,7 @@ def run_benchmark(args: argparse.Namespace, conn: psycopg.Connection | None = No
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = configure_parser(argparse.ArgumentParser(
-        prog="memory-baseline bench", description="Run a benchmark; write its JSON and figure."))
+        prog="memory-lab bench", description="Run a benchmark; write its JSON and figure."))
     args = parser.parse_args(argv)
     try:
         document = run_benchmark(args)

@@ -1,0 +1,7 @@
+"""`python -m memory_lab` is `memory-lab`."""
+
+import sys
+
+from .cli import main
+
+sys.exit(main())
