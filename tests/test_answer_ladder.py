@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from memory_lab.answer_ladder import COLD_CHECK_TASKS, phases, summarise
+from memory_lab.ladders.answer import COLD_CHECK_TASKS, phases, summarise
 
 
 def _case(task, condition, split, passed, kind="locate", prompt=100, seconds=2.0, cached=False):

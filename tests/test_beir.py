@@ -65,7 +65,7 @@ def test_beir_run_writes_trec_files_and_ir_measures_metrics(conn, tiny_beir, tmp
     from ir_measures import RR, R, nDCG
 
     from memory_baseline.config import Config
-    from memory_lab.beir import doc_file_name, run_beir
+    from memory_lab.corpora.beir import doc_file_name, run_beir
 
     root, name = tiny_beir
     conditions = ["lexical-bm25", "lexical-tsrank-cd", "dense", "hybrid-bm25", "hybrid-bm25-blend"]
@@ -104,7 +104,7 @@ def test_beir_run_writes_trec_files_and_ir_measures_metrics(conn, tiny_beir, tmp
 
 def test_beir_refuses_unknown_conditions_and_tuning_on_test(conn, tiny_beir, tmp_path):
     from memory_baseline.config import Config
-    from memory_lab.beir import BeirError, beir_condition_config, run_beir
+    from memory_lab.corpora.beir import BeirError, beir_condition_config, run_beir
 
     root, _ = tiny_beir
     with pytest.raises(BeirError, match="unknown BEIR condition"):

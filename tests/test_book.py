@@ -17,7 +17,13 @@ import yaml
 from memory_baseline.context import ContextTrace, Passage
 from memory_baseline.retrieval import Candidate, PassageText, RetrievalResult, Stage
 from memory_instrument import AnswerSpec, EvidenceSpan, Task
-from memory_lab import book, experiments, runs
+from memory_lab import runs
+from memory_lab.book import build as book
+from memory_lab.chapters.chunking import evidence_coverage
+from memory_lab.chapters.failures import diagnose_case, loss_stage
+from memory_lab.chapters.ingest import _union_length
+from memory_lab.studies.display import pivot, table_frame, table_html
+from memory_lab.studies.setup import display_path, repo_path, start_study
 
 REPO = Path(__file__).resolve().parents[1]
 NOTEBOOKS = book.notebook_sources(REPO)
@@ -97,7 +103,7 @@ def test_every_code_cell_is_folded_in_the_book_unless_removed(tmp_path):
 
 
 def test_the_book_root_comes_from_the_working_directory_not_the_install(tmp_path, monkeypatch):
-    from memory_lab import paths
+    from memory_lab.book import paths
 
     root = tmp_path / "mybook"
     (root / "book" / "chapters").mkdir(parents=True)
@@ -106,8 +112,8 @@ def test_the_book_root_comes_from_the_working_directory_not_the_install(tmp_path
     monkeypatch.delenv(paths.ROOT_ENV, raising=False)
     monkeypatch.chdir(root / "book" / "chapters")
     assert paths.project_root() == root.resolve()
-    assert experiments.repo_path("fixtures/history") == root.resolve() / "fixtures" / "history"
-    assert experiments.display_path(root / "runs" / "x") == "runs/x"
+    assert repo_path("fixtures/history") == root.resolve() / "fixtures" / "history"
+    assert display_path(root / "runs" / "x") == "runs/x"
     assert book.chapters_dir() == root.resolve() / "book" / "chapters"
     monkeypatch.chdir(tmp_path)
     assert paths.project_root() == tmp_path.resolve()     # no book above: the working directory
@@ -122,21 +128,21 @@ def test_tables_are_dataframes_pivoted_formatted_and_scrolling():
             {"condition": "hybrid", "question_type": "all", "pass_rate": 0.25, "n": 8},
             {"condition": "lexical", "question_type": "temporal", "pass_rate": 1.0, "n": 2},
             {"condition": "lexical", "question_type": "locate", "pass_rate": None, "n": None}]
-    frame = experiments.table_frame(rows)
+    frame = table_frame(rows)
     assert list(frame.columns) == ["condition", "question_type", "pass_rate", "n"]
     assert frame["n"].tolist() == [4, 8, 2, None]          # integers stay integers, gaps stay None
-    wide = experiments.pivot(rows, index="condition", columns="question_type", values="pass_rate",
+    wide = pivot(rows, index="condition", columns="question_type", values="pass_rate",
                              row_order=["no-memory", "lexical", "hybrid"], column_order=["temporal"])
     assert list(wide.columns) == ["temporal", "locate", "all"]
     assert wide.loc["hybrid"].tolist() == [None, 0.5, 0.25]
     assert wide.loc["no-memory"].tolist() == [None, None, None]
-    html = experiments.table_html(wide)
+    html = table_html(wide)
     assert html.startswith('<div class="memory-table-scroll">')
     assert ">0.500<" in html and ">–<" in html and ">hybrid<" in html and "id=" not in html
-    assert experiments.table_html(frame) == experiments.table_html(experiments.table_frame(rows))
-    assert ">4<" in experiments.table_html(frame) and ">0<" not in experiments.table_html(frame)
+    assert table_html(frame) == table_html(table_frame(rows))
+    assert ">4<" in table_html(frame) and ">0<" not in table_html(frame)
     with pytest.raises(ValueError):
-        experiments.pivot(rows + [rows[0]], index="condition", columns="question_type", values="pass_rate")
+        pivot(rows + [rows[0]], index="condition", columns="question_type", values="pass_rate")
     css = (REPO / "_static" / "tables.css").read_text(encoding="utf-8")
     assert ".memory-table-scroll" in css and "overflow-x: auto" in css
 
@@ -223,12 +229,12 @@ def test_evidence_is_covered_only_when_it_arrives_whole():
     start = text.index(quote)
     task = _task([("a.md", quote)], ("a.md",))
     texts = {"a.md": text}
-    assert experiments.evidence_coverage(task, {"a.md": [(0, start + 5)]}, texts) == 0.0
+    assert evidence_coverage(task, {"a.md": [(0, start + 5)]}, texts) == 0.0
     # Two adjacent passages together hold the quote: it reached the reader.
-    assert experiments.evidence_coverage(task, {"a.md": [(0, start + 5), (start + 5, len(text))]},
+    assert evidence_coverage(task, {"a.md": [(0, start + 5), (start + 5, len(text))]},
                                          texts) == 1.0
-    assert experiments.evidence_coverage(task, {"b.md": [(0, len(text))]}, texts) == 0.0
-    assert experiments._union_length([(0, 10), (5, 15), (20, 25)]) == 20
+    assert evidence_coverage(task, {"b.md": [(0, len(text))]}, texts) == 0.0
+    assert _union_length([(0, 10), (5, 15), (20, 25)]) == 20
 
 
 def _trace(fused_sources: list[str], admitted: list[str], not_considered: list[str],
@@ -252,13 +258,13 @@ def _trace(fused_sources: list[str], admitted: list[str], not_considered: list[s
 def test_loss_stage_follows_the_trace():
     retrieval, context = _trace(["a.md", "b.md"], ["a.md"], ["b.md"], ["a.md", "b.md"])
     indexed = {"a.md", "b.md", "c.md"}
-    assert experiments.loss_stage("a.md", indexed, retrieval, context, rerank_top_n=20) == \
+    assert loss_stage("a.md", indexed, retrieval, context, rerank_top_n=20) == \
         "admitted but misread"
-    assert experiments.loss_stage("b.md", indexed, retrieval, context, rerank_top_n=20) == "fused out"
-    assert experiments.loss_stage("c.md", indexed, retrieval, context, rerank_top_n=20) == "not a candidate"
-    assert experiments.loss_stage("d.md", indexed, retrieval, context, rerank_top_n=20) == "never indexed"
+    assert loss_stage("b.md", indexed, retrieval, context, rerank_top_n=20) == "fused out"
+    assert loss_stage("c.md", indexed, retrieval, context, rerank_top_n=20) == "not a candidate"
+    assert loss_stage("d.md", indexed, retrieval, context, rerank_top_n=20) == "never indexed"
     task = _task([], ("a.md", "c.md"))
-    diagnosis = experiments.diagnose_case(task, False, indexed, retrieval, context, rerank_top_n=20)
+    diagnosis = diagnose_case(task, False, indexed, retrieval, context, rerank_top_n=20)
     assert diagnosis["stage"] == "not a candidate"  # the earliest loss decides
 
 
@@ -266,8 +272,8 @@ def test_study_run_directory_is_fresh_and_complete(tmp_path):
     corpus = tmp_path / "corpus"
     corpus.mkdir()
     (corpus / "a.md").write_text("hello", encoding="utf-8")
-    first = experiments.start_study(tmp_path / "runs", "demo", {"x": 1}, corpora={"c": corpus})
-    second = experiments.start_study(tmp_path / "runs", "demo", {"x": 1}, corpora={"c": corpus})
+    first = start_study(tmp_path / "runs", "demo", {"x": 1}, corpora={"c": corpus})
+    second = start_study(tmp_path / "runs", "demo", {"x": 1}, corpora={"c": corpus})
     assert first.run_dir != second.run_dir
     first.write_rows("table", [{"a": 1, "b": [1, 2]}, {"a": 2, "c": None}])
     first.finish(note="done")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from memory_lab.compression_reading import summarise
+from memory_lab.ladders.compression import summarise
 
 
 def _case(task, condition, passed, prompt, seconds, cached=False):

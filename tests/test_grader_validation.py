@@ -23,7 +23,7 @@ from memory_instrument.outputs import Passage, SystemOutput
 from memory_instrument.scoring import parse_citations, score_task
 from memory_instrument.tasks import TaskFileError, load_tasks, parse_task
 from memory_instrument.validation import load_probes, validate_grader
-from memory_lab.rescore import check_heldout, rescore_run
+from memory_lab.ladders.rescore import check_heldout, rescore_run
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = REPO / "fixtures"

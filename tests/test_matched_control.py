@@ -23,7 +23,11 @@ from memory_baseline.reading import (
     reply_grammar,
     run_style,
 )
-from memory_lab.downstream import downstream_gains_by_condition, downstream_table_text, paired_bootstrap
+from memory_lab.ladders.downstream_tasks import (
+    downstream_gains_by_condition,
+    downstream_table_text,
+    paired_bootstrap,
+)
 
 QUERY = "Write the event-store configuration for the shipments service. Reply with one fenced yaml block."
 ADR7 = Passage("decisions/adr-007.md#0", "decisions/adr-007.md",
@@ -117,7 +121,7 @@ def test_recorded_downstream_work_is_judged_again_by_its_harness() -> None:
     from pathlib import Path
 
     from memory_instrument import SystemOutput, load_tasks
-    from memory_lab.downstream import rescore_downstream
+    from memory_lab.ladders.downstream_tasks import rescore_downstream
 
     fixtures = Path(__file__).resolve().parents[1] / "fixtures"
     tasks = load_tasks(fixtures / "tasks.json")

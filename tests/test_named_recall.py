@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from memory_lab.named_recall import bootstrap_mean, main, named_document_check, summarise
+from memory_lab.chapters.peps import bootstrap_mean, main, named_document_check, summarise
 
 
 def case(task_id, query, admitted, recall_candidates, recall_admitted, question_type="outcome"):

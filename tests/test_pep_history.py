@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from memory_instrument import load_tasks
-from memory_lab.pep_history import PepHistoryError, history_discovery, history_tasks, temporal_versions
+from memory_lab.corpora.peps import PepHistoryError, history_discovery, history_tasks, temporal_versions
 
 REPO = Path(__file__).resolve().parents[1]
 TASKS = REPO / "fixtures" / "peps" / "tasks.json"
@@ -80,7 +80,7 @@ def slice_with_history(tmp_path):
 
 def test_the_oracle_hands_the_reader_the_version_the_question_turns_on(
         slice_with_history, conn, config, tmp_path):
-    from memory_lab.evaluation import load_run, run_evaluation
+    from memory_lab.ladders.evaluation import load_run, run_evaluation
 
     repo, snapshot, tasks, version = slice_with_history
     observed = history_discovery(snapshot, repo, load_tasks(tasks))

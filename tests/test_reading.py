@@ -26,7 +26,7 @@ from memory_baseline.reading import (
 )
 from memory_baseline.store import Store
 from memory_instrument import load_tasks
-from memory_lab.reader_study import (
+from memory_lab.chapters.reader import (
     ceiling_rows,
     choose_style,
     held_out_figures,

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from memory_lab.readme import DOCUMENTS, RENDERERS, ReadmeError, render
+from memory_lab.book.readme import DOCUMENTS, RENDERERS, ReadmeError, render
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -16,7 +16,8 @@ def test_every_results_section_equals_its_artifact():
     for name in RENDERERS:
         assert any(f"<!-- results:{name} -->" in t for t in texts.values()), f"no document shows {name}"
     for path, text in texts.items():
-        assert render(text, ROOT) == text, f"{path} differs from its artifacts: python -m memory_lab.readme"
+        assert render(text, ROOT) == text, (
+            f"{path} differs from its artifacts: python -m memory_lab.book.readme")
 
 
 def test_a_changed_figure_is_caught(tmp_path):

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from memory_lab.readme import reproduction as render_reproduction
-from memory_lab.reproduction import ReproductionError, differing_outputs, record_from_clone, reproduce
+from memory_lab.book.readme import reproduction as render_reproduction
+from memory_lab.book.reproduction import ReproductionError, differing_outputs, record_from_clone, reproduce
 
 
 def _clone_with_log(root: Path, answers: dict) -> Path:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from memory_lab.retrieval_ladder import summarise
+from memory_lab.ladders.retrieval import summarise
 
 
 def _case(task: str, condition: str, split: str, candidates: float, admitted: float, kind: str = "locate"):

@@ -1,14 +1,18 @@
-"""The research lab: the experiments run on the library and scored by the instrument.
+"""The research lab: the experiments the book reports, run on the library and scored by the instrument.
 
 It imports `memory_baseline` (the system under test) and `memory_instrument`
-(tasks and scoring); neither of those imports the lab. Modules: `evaluation`
-(the adapter to `SystemOutput`, the condition ladder, run directories and
-scorecards), `experiments` (each chapter's study), `reader_study`, `pep_history`
-(the PEP corpus with the past versions its temporal tasks name), `retrieval_ladder`,
-`answer_ladder` and `compression_reading` (resumable studies sharing `study_cli`), `beir`,
-`bench` (the benchmarks, one module each), `stats` (the one percentile
-definition), `conditions` (the condition registry), `runs` (run directories and
-manifests), `book` (executing the chapters and building the book), `chapter`
-(the one setup call every chapter makes) and `paths` (the book root, found from
-the working directory, never from where the lab is installed).
+(tasks and scoring); neither of those imports the lab. Its shape is the book's:
+
+    chapters/   one module per chapter: what that chapter's notebook calls
+    ladders/    the condition ladder (`evaluation`) and the long, resumable studies built on it
+    corpora/    public corpora made ingestible: BEIR SciFact, the PEPs with their past versions
+    studies/    the tools every chapter's study shares: setup, variant traces, tables and figures
+    book/       executing the chapters and building the book, the README's rendered results,
+                the newcomer's reproduction check, the built pages checked in Chromium
+    bench/      the benchmarks, one module each
+    conditions, runs, stats, intervals, answers: the condition registry, run directories and
+                manifests, the one percentile definition, confidence intervals, the answer caches
+
+Its command line is `memory-lab` (`python -m memory_lab`): `book`, `evaluate`,
+`report`, `beir`, `bench`, `world`, and `study NAME` for every resumable study.
 """

@@ -1,4 +1,4 @@
-"""Commit the answers a run used: `python -m memory_lab.answers RUN_DIR [RUN_DIR ...]`.
+"""Commit the answers a run used: `memory-lab study answers RUN_DIR [RUN_DIR ...]`.
 
 A reading run costs hours on a laptop CPU; its answers are worth keeping beside
 it. This copies the answer-cache entries its cases name (`reader_trace.cache.key`,
@@ -16,8 +16,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from memory_baseline.answer_cache import AnswerCache
-
-from .evaluation import load_run
+from memory_lab.ladders.evaluation import load_run
 
 COMMITTED = Path("benchmarks/answer-cache")
 
@@ -53,7 +52,7 @@ def export_answers(run_dirs: Iterable[str | Path], target: str | Path = COMMITTE
 def main(argv: list[str] | None = None) -> int:
     args = argv if argv is not None else sys.argv[1:]
     if not args:
-        print("usage: python -m memory_lab.answers RUN_DIR [RUN_DIR ...]", file=sys.stderr)
+        print("usage: memory-lab study answers RUN_DIR [RUN_DIR ...]", file=sys.stderr)
         return 2
     named, written, missing = export_answers(args)
     print(f"{named} answers named by the runs; {written} new entries in {COMMITTED}; "

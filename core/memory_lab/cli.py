@@ -36,16 +36,19 @@ from memory_baseline.cli import (
 
 # The resumable studies and tools, each a module of the lab with its own `main(argv)`.
 STUDIES = {
-    "retrieval-ladder": ("retrieval_ladder", "chapter 7: every condition at retrieval level"),
-    "answer-ladder": ("answer_ladder", "chapter 7: the answer-level ladder"),
-    "downstream-ladder": ("downstream_ladder", "chapter 7: the downstream work requests"),
-    "compression-reading": ("compression_reading", "chapter 6: sentence compression, read"),
-    "reader-study": ("reader_study", "chapter 9: choose a reading style from dev studies"),
-    "pep-history": ("pep_history", "chapter 11: the PEPs with their past versions"),
-    "named-recall": ("named_recall", "chapter 11: named-identifier recall of a run"),
+    "retrieval-ladder": ("ladders.retrieval", "chapter 7: every condition at retrieval level"),
+    "answer-ladder": ("ladders.answer", "chapter 7: the answer-level ladder"),
+    "downstream-ladder": ("ladders.downstream", "chapter 7: the downstream work requests"),
+    "rescore-downstream": ("ladders.downstream_tasks", "judge recorded downstream work again"),
+    "compression-reading": ("ladders.compression", "chapter 6: sentence compression, read"),
+    "reader": ("chapters.reader", "chapter 9: read styles with oracle context; choose one on dev"),
+    "grader-history": ("ladders.grader_history", "chapter 10: the probes under an older grader"),
+    "pep-history": ("corpora.peps", "chapter 11: the PEPs with their past versions"),
+    "named-recall": ("chapters.peps", "chapter 11: named-identifier recall of a run"),
     "answers": ("answers", "the answer caches: export a run's answers"),
-    "readme": ("readme", "render the README's results sections from their artifacts"),
-    "reproduction": ("reproduction", "clone, install and rebuild the book as a newcomer would"),
+    "readme": ("book.readme", "render the README's results sections from their artifacts"),
+    "reproduction": ("book.reproduction", "clone, install and rebuild the book as a newcomer would"),
+    "check-book": ("book.check", "open every built page in headless Chromium and check it"),
 }
 
 
@@ -74,7 +77,7 @@ def _world_options(parser: argparse.ArgumentParser) -> None:
 
 
 def cmd_book(args: argparse.Namespace) -> int:
-    from .book import BookBuildFailed, book
+    from memory_lab.book.build import BookBuildFailed, book
 
     try:
         result = book(profile=args.profile, only=args.only, execute=not args.no_execute,
@@ -125,8 +128,7 @@ def _split_conditions(value: str) -> list[str]:
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
     from memory_baseline.server import connect
-
-    from .evaluation import report_text, run_evaluation
+    from memory_lab.ladders.evaluation import report_text, run_evaluation
 
     config = load_config(args)
     with connect() as conn:
@@ -165,7 +167,7 @@ def _evaluate_options(parser: argparse.ArgumentParser) -> None:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from .evaluation import report_document, report_text
+    from memory_lab.ladders.evaluation import report_document, report_text
 
     if not Path(args.run_dir).is_dir():
         raise UsageError(f"{args.run_dir} is not a run directory")
@@ -178,8 +180,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 def cmd_beir(args: argparse.Namespace) -> int:
     from memory_baseline.server import connect
-
-    from .beir import format_beir, run_beir
+    from memory_lab.corpora.beir import format_beir, run_beir
 
     config = load_config(args)
     with connect() as conn:
@@ -195,7 +196,7 @@ def cmd_beir(args: argparse.Namespace) -> int:
 
 
 def _beir_options(parser: argparse.ArgumentParser) -> None:
-    from .beir import DEFAULT_BEIR_CONDITIONS
+    from memory_lab.corpora.beir import DEFAULT_BEIR_CONDITIONS
 
     parser.add_argument("dir", help="a BEIR folder: corpus.jsonl, queries.jsonl, qrels/")
     parser.add_argument("--conditions", default=",".join(DEFAULT_BEIR_CONDITIONS))
@@ -207,7 +208,7 @@ def _beir_options(parser: argparse.ArgumentParser) -> None:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    from .bench import run_benchmark
+    from memory_lab.bench import run_benchmark
 
     document = run_benchmark(args)
     if args.json:
@@ -218,13 +219,14 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 
 def _bench_options(parser: argparse.ArgumentParser) -> None:
-    from .bench import configure_parser
+    from memory_lab.bench import configure_parser
 
     configure_parser(parser)
 
 
 def cmd_study(args: argparse.Namespace) -> int:
     module = importlib.import_module(f"memory_lab.{STUDIES[args.study][0]}")
+    sys.argv[0] = f"memory-lab study {args.study}"  # the study's own --help names itself so
     return int(module.main(list(args.rest)) or 0)
 
 

@@ -22,7 +22,7 @@ from typing import Any
 
 from scipy.stats import binomtest
 
-from .stats import bootstrap_interval
+from memory_lab.stats import bootstrap_interval
 
 ALL_TYPES = "all"
 ALPHA = 0.05

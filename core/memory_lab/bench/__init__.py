@@ -37,18 +37,24 @@ from typing import Any
 
 import psycopg
 
-from .common import RESULTS_DIR, BenchError, code_version, int_list, write_result
-from .compression import bench_compression
-from .encoder_threads import bench_encoder_threads
-from .ingest import bench_ingest
-from .ingest import figure as _figure_ingest
-from .latency import bench_latency
-from .latency import figure as _figure_latency
-from .scale import bench_scale
-from .scale import figure as _figure_scale
-from .scifact import bench_scifact, bench_scifact_train
-from .scifact import figure as _figure_scifact
-from .synthetic import DIMENSION, VectorModel, recombined_corpus, vector_statistics, world_corpus
+from memory_lab.bench.common import RESULTS_DIR, BenchError, code_version, int_list, write_result
+from memory_lab.bench.compression import bench_compression
+from memory_lab.bench.encoder_threads import bench_encoder_threads
+from memory_lab.bench.ingest import bench_ingest
+from memory_lab.bench.ingest import figure as _figure_ingest
+from memory_lab.bench.latency import bench_latency
+from memory_lab.bench.latency import figure as _figure_latency
+from memory_lab.bench.scale import bench_scale
+from memory_lab.bench.scale import figure as _figure_scale
+from memory_lab.bench.scifact import bench_scifact, bench_scifact_train
+from memory_lab.bench.scifact import figure as _figure_scifact
+from memory_lab.bench.synthetic import (
+    DIMENSION,
+    VectorModel,
+    recombined_corpus,
+    vector_statistics,
+    world_corpus,
+)
 
 BENCHMARKS = ("ingest", "latency", "scale", "scifact", "scifact-train", "compression", "encoder-threads")
 FIGURES: dict[str, Callable[[dict[str, Any], Any], Any]] = {

@@ -1,5 +1,5 @@
 """`python -m memory_lab.bench NAME`."""
 
-from . import main
+from memory_lab.bench import main
 
 raise SystemExit(main())

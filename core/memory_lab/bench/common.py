@@ -8,7 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..runs import code_version, machine_description  # noqa: F401  (the one machine description)
+from memory_lab.runs import code_version, machine_description  # noqa: F401  (the one machine description)
 
 RESULTS_DIR = Path("benchmarks") / "results"
 

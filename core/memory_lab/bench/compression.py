@@ -23,9 +23,8 @@ from memory_baseline.config import Config
 from memory_baseline.context_sources import given
 from memory_baseline.ingest import discover
 from memory_instrument import load_tasks
-
-from ..evaluation import oracle_source_passages
-from .common import machine_description
+from memory_lab.bench.common import machine_description
+from memory_lab.ladders.evaluation import oracle_source_passages
 
 KEEPS = (0.25, 0.4, 0.6)
 

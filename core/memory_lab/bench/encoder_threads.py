@@ -16,9 +16,8 @@ from typing import Any
 
 from memory_baseline.config import EmbedderConfig
 from memory_baseline.embedders import get_embedder
-
-from ..stats import latency_summary
-from .common import BenchError, machine_description, timed
+from memory_lab.bench.common import BenchError, machine_description, timed
+from memory_lab.stats import latency_summary
 
 QUERY = "Where did we discuss the event-store backend, and why was it rejected?"
 

@@ -20,8 +20,7 @@ import numpy as np
 
 from memory_baseline import bm25
 from memory_baseline.store import Store
-
-from ..stats import latency_summary
+from memory_lab.stats import latency_summary
 
 TIE_TOLERANCE = 1e-9
 

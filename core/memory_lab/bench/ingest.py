@@ -21,9 +21,8 @@ from memory_baseline.embedders import get_embedder
 from memory_baseline.ingest import discover
 from memory_baseline.refresh import sync
 from memory_baseline.store import Store
-
-from ..stats import percentile
-from .common import BenchError, machine_description
+from memory_lab.bench.common import BenchError, machine_description
+from memory_lab.stats import percentile
 
 
 def bench_ingest(

@@ -30,11 +30,9 @@ from memory_baseline.config import Config, EmbedderConfig, ReaderConfig, RerankC
 from memory_baseline.embedders import Embedder, get_embedder
 from memory_baseline.retrieval import Retriever, query_terms
 from memory_baseline.store import Store
-
-from ..stats import latency_summary
-from .common import BenchError, machine_description, timed
-from .exactness import Reference, bm25_queries
-from .synthetic import (
+from memory_lab.bench.common import BenchError, machine_description, timed
+from memory_lab.bench.exactness import Reference, bm25_queries
+from memory_lab.bench.synthetic import (
     EncodingQueryEmbedder,
     SyntheticQueryEmbedder,
     VectorModel,
@@ -45,6 +43,7 @@ from .synthetic import (
     storage,
     world_corpus,
 )
+from memory_lab.stats import latency_summary
 
 SLOW_RANKER_QUERIES = 20
 

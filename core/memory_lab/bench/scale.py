@@ -27,12 +27,10 @@ from memory_baseline.config import Config, EmbedderConfig
 from memory_baseline.embedders import get_embedder
 from memory_baseline.retrieval import Retriever, query_terms
 from memory_baseline.store import Store, data_directory
-
-from ..stats import latency_summary
-from .common import BenchError, machine_description, timed
-from .exactness import Reference, bm25_queries
-from .latency import encoder_query_latency
-from .synthetic import (
+from memory_lab.bench.common import BenchError, machine_description, timed
+from memory_lab.bench.exactness import Reference, bm25_queries
+from memory_lab.bench.latency import encoder_query_latency
+from memory_lab.bench.synthetic import (
     EncodingQueryEmbedder,
     VectorModel,
     build_hnsw,
@@ -43,6 +41,7 @@ from .synthetic import (
     storage,
     vector_statistics,
 )
+from memory_lab.stats import latency_summary
 
 SCALE_BUILD_KEY = "bench_scale_build"
 

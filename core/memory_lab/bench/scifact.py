@@ -13,11 +13,10 @@ from memory_baseline.config import Config
 from memory_baseline.embedders import get_embedder
 from memory_baseline.retrieval import query_terms
 from memory_baseline.store import Store
-
-from ..evaluation import QueryCachingEmbedder
-from ..stats import latency_summary
-from .common import machine_description, timed
-from .exactness import same_top_k
+from memory_lab.bench.common import machine_description, timed
+from memory_lab.bench.exactness import same_top_k
+from memory_lab.ladders.evaluation import QueryCachingEmbedder
+from memory_lab.stats import latency_summary
 
 
 def bench_scifact(
@@ -35,7 +34,7 @@ def bench_scifact(
     `embedder` names the index's encoder; lexical conditions do not depend on it,
     so a lexical-only check may index with a faster one (``minilm-int8``).
     """
-    from .. import beir
+    from memory_lab.corpora import beir
 
     chosen = tuple(conditions) if conditions else beir.DEFAULT_BEIR_CONDITIONS
     base = Config().with_overrides(embedder={"name": embedder})
@@ -100,7 +99,7 @@ def bench_scifact_train(
     going to the earlier grid value (today's default). The test split is measured
     afterwards, once, by ``bench scifact`` with the chosen defaults.
     """
-    from .. import beir
+    from memory_lab.corpora import beir
 
     base = Config().with_overrides(embedder={"name": embedder})
     dataset, index, source_to_doc, _ = beir.prepare_index(conn, base, beir_dir, progress=progress)

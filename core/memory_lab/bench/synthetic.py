@@ -34,8 +34,7 @@ from memory_baseline.embedders import Embedder, EmbedderIdentity
 from memory_baseline.ingest import discover
 from memory_baseline.refresh import chunk_row, open_index
 from memory_baseline.store import ChunkRow, Store
-
-from .common import BenchError
+from memory_lab.bench.common import BenchError
 
 DIMENSION = 384
 

@@ -1,4 +1,6 @@
-"""Each chapter's study, one module per chapter, on shared plumbing (`setup`, `display`).
+"""The tools every chapter's study shares: `setup` (book-relative paths, study run
+directories, corpora, worlds, task subsets, readers), `traces` (a variant's stages
+per task), `display` (tables and figures with their run captions).
 
-The chapters read them through `memory_lab.experiments`, which re-exports every name.
+The chapters (`memory_lab.chapters`) import what they use from here by name.
 """

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .setup import CAPTION_SOURCE, display_path, run_caption  # noqa: F401  (captions live with run naming)
+from memory_lab.studies.setup import CAPTION_SOURCE, display_path, run_caption  # noqa: F401  (captions live with run naming)
 
 # -- tables and figures in the book ---------------------------------------------------------
 

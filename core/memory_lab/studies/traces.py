@@ -16,8 +16,7 @@ from memory_baseline.context import ContextTrace
 from memory_baseline.readers import Reader
 from memory_baseline.retrieval import RetrievalResult
 from memory_instrument import Task, stage_metrics
-
-from .setup import RETRIEVAL_STAGES, StudyRun
+from memory_lab.studies.setup import RETRIEVAL_STAGES, StudyRun
 
 # -- one retrieval condition over a task set ---------------------------------------------
 
