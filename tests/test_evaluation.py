@@ -53,7 +53,7 @@ def harness(database_url, tmp_path_factory):
 
 def test_run_directory_holds_manifest_cases_and_summary(harness):
     from memory_instrument import GRADER_VERSION, load_tasks
-    from memory_lab.ladders.evaluation import load_run
+    from memory_lab.ladders.reports import load_run
 
     manifest, cases = load_run(harness["run_dir"])
     tasks = load_tasks(harness["tasks"])
@@ -91,7 +91,7 @@ def test_run_directory_holds_manifest_cases_and_summary(harness):
 
 
 def test_every_scorecard_cell_traces_to_case_records(harness):
-    from memory_lab.ladders.evaluation import load_run, report
+    from memory_lab.ladders.reports import load_run, report
 
     _, cases = load_run(harness["run_dir"])
     scorecard = report(harness["run_dir"])
@@ -110,7 +110,7 @@ def test_every_scorecard_cell_traces_to_case_records(harness):
 def test_stage_names_mean_the_same_thing_in_every_condition(harness):
     from memory_baseline.retrieval import Retriever
     from memory_instrument import load_tasks
-    from memory_lab.ladders.evaluation import load_run
+    from memory_lab.ladders.reports import load_run
 
     manifest, cases = load_run(harness["run_dir"])
     tasks = {t.id: t for t in load_tasks(harness["tasks"])}
@@ -153,7 +153,7 @@ def test_stage_names_mean_the_same_thing_in_every_condition(harness):
 
 
 def test_report_shows_downstream_gain_over_no_memory(harness):
-    from memory_lab.ladders.evaluation import load_run, report_document, report_text
+    from memory_lab.ladders.reports import load_run, report_document, report_text
 
     _, cases = load_run(harness["run_dir"])
     downstream = {c["task_id"] for c in cases if c["question_type"] == "downstream"}
@@ -174,7 +174,9 @@ def test_report_shows_downstream_gain_over_no_memory(harness):
 
 
 def test_new_run_gets_a_new_folder_and_resume_skips_done_cases(harness, tmp_path):
-    from memory_lab.ladders.evaluation import EvaluationError, load_run, run_evaluation
+    from memory_lab.conditions import EvaluationError
+    from memory_lab.ladders.evaluation import run_evaluation
+    from memory_lab.ladders.reports import load_run
 
     conn, config, tasks = harness["conn"], harness["config"], harness["tasks"]
     first = run_evaluation(conn, config, tasks, FIXTURE_HISTORY, ["no-memory", "lexical"],
@@ -219,8 +221,8 @@ def test_new_run_gets_a_new_folder_and_resume_skips_done_cases(harness, tmp_path
 
 def test_conditions_refuse_what_they_cannot_be(tmp_path, config):
     from memory_lab.conditions import LADDER as ALL
-    from memory_lab.conditions import ConditionError, condition_config, spec
-    from memory_lab.ladders.evaluation import EvaluationError, run_evaluation
+    from memory_lab.conditions import ConditionError, EvaluationError, condition_config, spec
+    from memory_lab.ladders.evaluation import run_evaluation
 
     with pytest.raises(ConditionError, match="needs a real reranker"):
         condition_config("hybrid-reranked", config, reranker_name="none")
@@ -277,7 +279,8 @@ def test_instrument_never_imports_the_baseline():
 def test_generated_world_evaluates_without_code_change(conn, config, tmp_path):
     from memory_instrument import load_tasks
     from memory_instrument.world import WorldParams, generate_world
-    from memory_lab.ladders.evaluation import load_run, run_evaluation
+    from memory_lab.ladders.evaluation import run_evaluation
+    from memory_lab.ladders.reports import load_run
 
     world = generate_world(WorldParams(seed=3, docs=40), tmp_path / "world")
     config = config.with_overrides(reader={"name": "extractive"})
@@ -294,7 +297,8 @@ def test_generated_world_evaluates_without_code_change(conn, config, tmp_path):
 
 def test_a_run_without_retrieval_never_touches_the_index(conn, config, tmp_path):
     from memory_baseline.store import Store
-    from memory_lab.ladders.evaluation import load_run, run_evaluation
+    from memory_lab.ladders.evaluation import run_evaluation
+    from memory_lab.ladders.reports import load_run
 
     config = config.with_overrides(reader={"name": "extractive"})
     run_dir = run_evaluation(conn, config, _subset_task_file(tmp_path / "tasks.json"), FIXTURE_HISTORY,
@@ -306,7 +310,9 @@ def test_a_run_without_retrieval_never_touches_the_index(conn, config, tmp_path)
 
 def test_a_test_only_condition_reads_the_test_tasks_and_resume_checks_it(conn, config, tmp_path):
     from memory_instrument import load_tasks
-    from memory_lab.ladders.evaluation import EvaluationError, load_run, run_evaluation
+    from memory_lab.conditions import EvaluationError
+    from memory_lab.ladders.evaluation import run_evaluation
+    from memory_lab.ladders.reports import load_run
 
     config = config.with_overrides(reader={"name": "extractive"})
     tasks = _subset_task_file(tmp_path / "tasks.json")

@@ -80,7 +80,8 @@ def slice_with_history(tmp_path):
 
 def test_the_oracle_hands_the_reader_the_version_the_question_turns_on(
         slice_with_history, conn, config, tmp_path):
-    from memory_lab.ladders.evaluation import load_run, run_evaluation
+    from memory_lab.ladders.evaluation import run_evaluation
+    from memory_lab.ladders.reports import load_run
 
     repo, snapshot, tasks, version = slice_with_history
     observed = history_discovery(snapshot, repo, load_tasks(tasks))

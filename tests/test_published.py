@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from memory_lab.ladders.evaluation import report
+from memory_lab.ladders.reports import report
 
 PUBLISHED_RUNS = Path(__file__).resolve().parents[1] / "book" / "published" / "runs"
 LADDER_RUNS = sorted(p.parent for p in PUBLISHED_RUNS.glob("*/*/scorecard.json"))

@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from memory_baseline.answer_cache import AnswerCache
-from memory_lab.ladders.evaluation import load_run
+from memory_lab.ladders.reports import load_run
 
 COMMITTED = Path("benchmarks/answer-cache")
 

@@ -128,7 +128,8 @@ def _split_conditions(value: str) -> list[str]:
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
     from memory_baseline.server import connect
-    from memory_lab.ladders.evaluation import report_text, run_evaluation
+    from memory_lab.ladders.evaluation import run_evaluation
+    from memory_lab.ladders.reports import report_text
 
     config = load_config(args)
     with connect() as conn:
@@ -167,7 +168,7 @@ def _evaluate_options(parser: argparse.ArgumentParser) -> None:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from memory_lab.ladders.evaluation import report_document, report_text
+    from memory_lab.ladders.reports import report_document, report_text
 
     if not Path(args.run_dir).is_dir():
         raise UsageError(f"{args.run_dir} is not a run directory")

@@ -23,6 +23,10 @@ DEFAULT_RERANKER = "llm-qwen-0.5b"
 CONTEXT_SOURCES = ("retrieval", "none", "oracle-span", "oracle-source", "full-history")
 
 
+class EvaluationError(ValueError):
+    """The evaluation cannot run as asked (bad condition, mismatched resume, ...)."""
+
+
 class ConditionError(ValueError):
     """A condition name or its settings cannot be used as asked."""
 

@@ -24,7 +24,7 @@ from memory_baseline.context_sources import given
 from memory_baseline.ingest import discover
 from memory_instrument import load_tasks
 from memory_lab.bench.common import machine_description
-from memory_lab.ladders.evaluation import oracle_source_passages
+from memory_lab.ladders.oracles import oracle_source_passages
 
 KEEPS = (0.25, 0.4, 0.6)
 

@@ -15,7 +15,7 @@ from memory_baseline.retrieval import query_terms
 from memory_baseline.store import Store
 from memory_lab.bench.common import machine_description, timed
 from memory_lab.bench.exactness import same_top_k
-from memory_lab.ladders.evaluation import QueryCachingEmbedder
+from memory_lab.ladders.tuning import QueryCachingEmbedder
 from memory_lab.stats import latency_summary
 
 

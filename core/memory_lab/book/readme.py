@@ -160,7 +160,7 @@ def _read_again(replaced: list[dict[str, Any]]) -> str:
 def published_ladder(root: Path) -> str:
     """The published chapter 7 run: passes per rung with bootstrap 95% intervals from its own cases."""
     from memory_lab.intervals import pass_rates
-    from memory_lab.ladders.evaluation import load_run
+    from memory_lab.ladders.reports import load_run
 
     runs = sorted((root / PUBLISHED_RUNS).glob("*/*/scorecard.json"))
     if not runs:

@@ -33,7 +33,7 @@ def read_and_score(
     sweep is scored exactly as a ladder run is.
     """
     from memory_instrument import score_task
-    from memory_lab.ladders.evaluation import to_system_output
+    from memory_lab.ladders.adapter import to_system_output
 
     baseline = Baseline(conn, config, reader=reader)
     rows = []

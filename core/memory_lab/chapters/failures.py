@@ -105,7 +105,7 @@ def diagnose_run(
     recorded configuration on the same index; `trace_source` says which, and
     `trace_matches` whether a rerun admitted the same sources as the recorded case.
     """
-    from memory_lab.ladders.evaluation import load_run
+    from memory_lab.ladders.reports import load_run
 
     manifest, cases = load_run(repo_path(run_dir))
     if condition not in manifest.get("conditions", {}):

@@ -28,7 +28,8 @@ import psycopg
 from memory_baseline.config import Config
 from memory_baseline.ingest import Discovery
 from memory_baseline.reading import STYLES
-from memory_lab.ladders.evaluation import load_run, run_evaluation
+from memory_lab.ladders.evaluation import run_evaluation
+from memory_lab.ladders.reports import load_run
 from memory_lab.studies.display import pivot, show_figure, show_table, table_frame  # noqa: F401 - called by the chapter
 from memory_lab.studies.setup import (  # noqa: F401 - called by the chapter
     StudyRun,

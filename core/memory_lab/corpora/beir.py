@@ -52,7 +52,7 @@ from memory_baseline.refresh import SyncReport, sync
 from memory_baseline.retrieval import Retriever
 from memory_baseline.server import memory_home
 from memory_lab.conditions import BEIR, ConditionError, condition_config, descriptions, spec
-from memory_lab.ladders.evaluation import QueryCachingEmbedder
+from memory_lab.ladders.tuning import QueryCachingEmbedder
 from memory_lab.runs import finish_run, start_run, write_json
 from memory_lab.stats import latency_summary
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from memory_lab.ladders.downstream_tasks import case_passed, downstream_gains_by_condition
-from memory_lab.ladders.evaluation import load_run
+from memory_lab.ladders.reports import load_run
 from memory_lab.runs import write_json
 
 RESULT = Path("benchmarks/results/downstream-ladder.json")

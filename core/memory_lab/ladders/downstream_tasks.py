@@ -176,7 +176,7 @@ def main(argv: list[str] | None = None) -> int:
     tasks = load_tasks(args.tasks)
     rows = []
     for run_dir in args.run_dirs:
-        from memory_lab.ladders.evaluation import load_run
+        from memory_lab.ladders.reports import load_run
 
         _, cases = load_run(run_dir)
         rows += [{"run": run_dir.as_posix(), **row.to_dict()} for row in rescore_downstream(cases, tasks)]

@@ -1,8 +1,10 @@
-"""The evaluation harness: conditions, the adapter to the instrument, and run artifacts.
+"""The condition ladder: every task of a task file under named conditions, into a run directory.
 
 The instrument (`memory_instrument`) decides what success is; this module only
 runs the baseline under named conditions, reports what each stage did as the
-instrument's `SystemOutput`, scores it with `score_task`, and writes the run.
+instrument's `SystemOutput` (`adapter`), scores it with `score_task`, and writes
+the run (`reports` rebuilds its scorecard). `best` is tuned in `tuning`, the
+oracles' passages are built in `oracles`.
 
 Conditions. Each is a function of the base configuration: an effective `Config`
 plus a *context source*, the thing that decides which passages reach the reader:
@@ -38,12 +40,9 @@ per task and condition, appended as they finish, so an interrupted run resumes),
 
 from __future__ import annotations
 
-import csv
 import hashlib
 import json
-import time
-from bisect import bisect_left, bisect_right
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -53,71 +52,42 @@ import psycopg
 from tqdm.auto import tqdm
 
 from memory_baseline.baseline import Baseline
-from memory_baseline.chunking import sentence_boundaries
 from memory_baseline.config import Config, ConfigError, ReaderConfig
-from memory_baseline.context import ContextTrace
 from memory_baseline.context_sources import (
     ContextSource,
     NoHistory,
-    Prefetched,
     Retrieved,
     WholeHistory,
     given,
 )
 from memory_baseline.embedders import Embedder, get_embedder
 from memory_baseline.ingest import Discovery, SourceRecord, discover
-from memory_baseline.readers import Answer, Reader, get_reader
+from memory_baseline.readers import Reader, get_reader
 from memory_baseline.refresh import sync
-from memory_baseline.retrieval import PassageText, RetrievalResult, Retriever
+from memory_baseline.retrieval import Retriever
 from memory_instrument import (
     GRADER_VERSION,
-    OUTCOMES,
-    CheckResult,
-    ClaimCheck,
-    Score,
-    Scorecard,
-    StageMetrics,
     SystemOutput,
     Task,
-    build_scorecard,
-    downstream_gain,
     load_tasks,
     score_task,
-    stage_metrics,
 )
-from memory_instrument import Passage as InstrumentPassage
-from memory_lab.conditions import DEFAULT_RERANKER, condition_config, spec
+from memory_lab.conditions import DEFAULT_RERANKER, EvaluationError, condition_config, spec
+from memory_lab.ladders.adapter import to_system_output
 from memory_lab.ladders.downstream_tasks import (
     MATCHED_CONTROL,
-    downstream_gains_by_condition,
-    downstream_table_text,
 )
+from memory_lab.ladders.oracles import full_history_passages, oracle_source_passages, oracle_span_passages
+from memory_lab.ladders.reports import _read_cases, load_run, write_reports
+from memory_lab.ladders.tuning import BestChoice, QueryCachingEmbedder, tune_best
 from memory_lab.runs import (
     MANIFEST,
-    RunError,
     corpus_digest,
     file_digest,
     manifest_header,
     new_run_dir,
-    read_manifest,
     write_json,
 )
-
-# The grid `best` searches on the dev split; blend ignores rrf_k, so it is not repeated.
-BEST_GRID: dict[str, tuple] = {
-    "fusion": ("rrf", "blend"),
-    "rrf_k": (10, 60),
-    "per_path_candidates": (20, 50),
-    "max_passages": (4, 6, 8),
-}
-OUTCOME_LABELS = OUTCOMES
-SPAN_CONTEXT_SENTENCES = 1
-SPAN_CONTEXT_MAX_CHARS = 400
-
-
-class EvaluationError(ValueError):
-    """The evaluation cannot run as asked (bad condition, mismatched resume, ...)."""
-
 
 # -- conditions ---------------------------------------------------------------------------
 
@@ -135,223 +105,6 @@ class Condition:
     def to_dict(self) -> dict[str, Any]:
         return {"description": spec(self.name).description, "context_source": self.context_source,
                 "config": self.config.to_dict()}
-
-
-class QueryCachingEmbedder:
-    """An embedder that encodes each distinct query once per run.
-
-    Several conditions (and every point of a tuning grid) search the same questions;
-    the vector of a question does not depend on the condition, so re-encoding it only
-    costs time. The first encoding's duration is kept (`first_encode_ms`) so that a
-    latency figure can still include one honest query encoding.
-    """
-
-    def __init__(self, inner: Embedder) -> None:
-        self.inner = inner
-        self.identity = inner.identity
-        self._vectors: dict[str, Any] = {}
-        self.first_encode_ms: dict[str, float] = {}
-
-    def __contains__(self, query: str) -> bool:
-        return query in self._vectors
-
-    def embed_documents(self, texts: Sequence[str], *, progress: bool = False):
-        return self.inner.embed_documents(texts, progress=progress)
-
-    def embed_query(self, text: str):
-        if text not in self._vectors:
-            started = time.perf_counter()
-            self._vectors[text] = self.inner.embed_query(text)
-            self.first_encode_ms[text] = (time.perf_counter() - started) * 1000
-        return self._vectors[text]
-
-
-# -- tuning `best` on the dev split ---------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class BestChoice:
-    overrides: dict[str, dict[str, Any]]
-    dev_task_ids: tuple[str, ...]
-    scores: tuple[dict[str, Any], ...]
-    grid: dict[str, tuple] = field(default_factory=lambda: dict(BEST_GRID))
-    criterion: str = ("mean recall of expected sources at the admitted stage, then mean MRR at "
-                      "the admitted stage, then fewer prompt tokens, then grid order")
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"grid": {k: list(v) for k, v in self.grid.items()}, "criterion": self.criterion,
-                "dev_task_ids": list(self.dev_task_ids), "dev_scores": list(self.scores),
-                "choice": self.overrides}
-
-
-def _grid() -> list[dict[str, Any]]:
-    settings = []
-    for fusion in BEST_GRID["fusion"]:
-        for rrf_k in BEST_GRID["rrf_k"] if fusion == "rrf" else (None,):
-            for per_path in BEST_GRID["per_path_candidates"]:
-                retrieval = {"fusion": fusion, "per_path_candidates": per_path}
-                if rrf_k is not None:
-                    retrieval["rrf_k"] = rrf_k
-                settings.append(retrieval)
-    return settings
-
-
-def tune_best(
-    conn: psycopg.Connection, base: Config, tasks: Sequence[Task], reader: Reader,
-    *, embedder: Embedder | None = None, progress: bool = False,
-) -> BestChoice:
-    """Grid-search `best` on the tasks whose `metadata.split` is `dev` (never any other)."""
-    dev = [t for t in tasks if t.metadata.get("split") == "dev"]
-    scored_dev = [t for t in dev if t.expected_sources]
-    if not scored_dev:
-        raise EvaluationError("condition best is tuned on dev tasks, but the task file has no "
-                              "task with metadata.split = 'dev' and expected sources")
-    hybrid = condition_config("hybrid", base)
-    embedder = embedder or QueryCachingEmbedder(get_embedder(base.embedder))
-    scores: list[dict[str, Any]] = []
-    grid = _grid()
-    bar = tqdm(total=len(grid) * len(scored_dev), desc="tune best (dev)", disable=not progress)
-    for retrieval in grid:
-        config = hybrid.with_overrides(retrieval=retrieval)
-        retriever = Retriever(conn, config, embedder=embedder)
-        results = []
-        for task in scored_dev:
-            results.append((task, retriever.retrieve(task.query)))
-            bar.update(1)
-        for max_passages in BEST_GRID["max_passages"]:
-            baseline = Baseline(conn, config.with_overrides(context={"max_passages": max_passages}),
-                                reader=reader, retriever=retriever)
-            recalls, mrrs, tokens = [], [], []
-            for task, result in results:
-                as_of = task.as_of.isoformat() if task.as_of else None
-                trace = baseline.search(task.query, as_of, source=Prefetched(result)).context
-                ranked = [p.source_id for p in sorted(trace.admitted, key=lambda p: p.rank)]
-                metrics = stage_metrics("admitted", ranked, task.expected_sources)
-                recalls.append(metrics.recall or 0.0)
-                mrrs.append(metrics.reciprocal_rank or 0.0)
-                tokens.append(trace.prompt_tokens)
-            scores.append({
-                "retrieval": retrieval, "context": {"max_passages": max_passages},
-                "recall_admitted": round(sum(recalls) / len(recalls), 4),
-                "mrr_admitted": round(sum(mrrs) / len(mrrs), 4),
-                "mean_prompt_tokens": round(sum(tokens) / len(tokens), 1),
-            })
-    bar.close()
-    best = max(enumerate(scores), key=lambda item: (item[1]["recall_admitted"],
-                                                    item[1]["mrr_admitted"],
-                                                    -item[1]["mean_prompt_tokens"], -item[0]))[1]
-    overrides = {"retrieval": dict(best["retrieval"]), "context": dict(best["context"])}
-    return BestChoice(overrides, tuple(t.id for t in scored_dev), tuple(scores))
-
-
-# -- non-retrieval context sources -----------------------------------------------------------
-
-
-def _passage(record: SourceRecord, start: int, end: int, chunk_id: str) -> PassageText:
-    return PassageText(
-        chunk_id=chunk_id, source_id=record.source_id, text=record.text[start:end], section=None,
-        kind=record.kind,
-        artifact_date=record.artifact_time.date().isoformat() if record.artifact_time else None,
-        char_start=start, char_end=end,
-    )
-
-
-def _corpus_record(corpus: dict[str, SourceRecord], source_id: str, task: Task) -> SourceRecord:
-    record = corpus.get(source_id)
-    if record is None:
-        raise EvaluationError(f"task '{task.id}': source {source_id!r} is not in the corpus")
-    return record
-
-
-def _span_with_context(text: str, start: int, end: int) -> tuple[int, int]:
-    """Widen [start, end) to whole sentences plus one neighbouring sentence each side (capped)."""
-    starts = sentence_boundaries(text)
-    first = bisect_right(starts, start) - 1
-    after = bisect_left(starts, end)  # first sentence starting at or after the quote's end
-    wide_start = starts[max(0, first - SPAN_CONTEXT_SENTENCES)]
-    stop_index = after + SPAN_CONTEXT_SENTENCES
-    wide_end = starts[stop_index] if stop_index < len(starts) else len(text)
-    return (max(wide_start, start - SPAN_CONTEXT_MAX_CHARS),
-            min(wide_end, end + SPAN_CONTEXT_MAX_CHARS))
-
-
-def oracle_span_passages(task: Task, corpus: dict[str, SourceRecord]) -> list[PassageText]:
-    """The minimal evidence: each quote widened by a sentence, overlapping spans merged.
-
-    An answerable task without evidence quotes falls back to its whole expected sources
-    (recorded in the case); an abstention task gets nothing.
-    """
-    if not task.answer.evidence:
-        return oracle_source_passages(task, corpus)
-    spans: dict[str, list[tuple[int, int]]] = {}
-    for span in task.answer.evidence:
-        record = _corpus_record(corpus, span.source, task)
-        at = record.text.find(span.quote)
-        if at < 0:
-            raise EvaluationError(
-                f"task '{task.id}': evidence quote not found in {span.source}: {span.quote[:60]!r}"
-            )
-        spans.setdefault(span.source, []).append(_span_with_context(record.text, at, at + len(span.quote)))
-    passages = []
-    for source_id, ranges in spans.items():
-        merged: list[list[int]] = []
-        for start, end in sorted(ranges):
-            if merged and start <= merged[-1][1]:
-                merged[-1][1] = max(merged[-1][1], end)
-            else:
-                merged.append([start, end])
-        record = corpus[source_id]
-        passages.extend(_passage(record, s, e, f"{source_id}@{s}-{e}") for s, e in merged)
-    return passages
-
-
-def oracle_source_passages(task: Task, corpus: dict[str, SourceRecord]) -> list[PassageText]:
-    """The whole expected files, in the task's order."""
-    return [_passage(record, 0, len(record.text), f"{record.source_id}#all")
-            for record in (_corpus_record(corpus, s, task) for s in task.expected_sources)]
-
-
-def full_history_passages(corpus: dict[str, SourceRecord]) -> list[PassageText]:
-    """Every source, oldest artifact date first; undated sources last, then by path."""
-    ordered = sorted(corpus.values(), key=lambda r: (r.artifact_time is None,
-                                                     r.artifact_time.isoformat() if r.artifact_time else "",
-                                                     r.source_id))
-    return [_passage(r, 0, len(r.text), f"{r.source_id}#all") for r in ordered]
-
-
-# -- the adapter ---------------------------------------------------------------------------------
-
-
-def to_system_output(
-    task: Task, condition: str, retrieval: RetrievalResult | None, context: ContextTrace,
-    answer: Answer, timings_ms: dict[str, float], *, context_kind: str,
-) -> SystemOutput:
-    """The instrument's view of one case; the artifact is left for the instrument to extract."""
-    stages: dict[str, list[str]] = {}
-    if retrieval is not None:
-        fused = retrieval.stage("fused")
-        stages["candidates"] = fused.source_ids if fused else []
-        reranked = retrieval.stage("reranked")
-        # The retriever may record a pass-through "reranked" stage; only a real rerank counts.
-        if reranked is not None and not reranked.detail.get("pass_through", False):
-            stages["reranked"] = reranked.source_ids
-    ranked_admitted = sorted(context.admitted, key=lambda p: p.rank)
-    stages["admitted"] = list(dict.fromkeys(p.source_id for p in ranked_admitted))
-    stages["cited"] = list(answer.citations)
-    usage = answer.usage
-    return SystemOutput(
-        task_id=task.id, condition=condition, answer=answer.text, abstained=answer.abstained,
-        stages=stages,
-        admitted_passages=[InstrumentPassage(p.source_id, p.chunk_id, p.text)
-                           for p in context.admitted],
-        citations=list(answer.citations), unknown_citations=list(answer.unknown_citations),
-        artifact=None,
-        usage={"prompt_tokens": usage.prompt_tokens, "completion_tokens": usage.completion_tokens,
-               "calls": usage.calls, "seconds": round(usage.seconds, 4)},
-        timings_ms=dict(timings_ms),
-        metadata={"context_source": context_kind, "cache_hit": answer.cached,
-                  "reader": answer.reader.get("name")},
-    )
 
 
 @dataclass
@@ -478,36 +231,6 @@ def run_case(
 
 
 # -- run directories ----------------------------------------------------------------------------
-
-
-def _read_cases(path: Path) -> list[dict[str, Any]]:
-    """Records of cases.jsonl; a torn last line (an interrupted write) is dropped from the file."""
-    if not path.is_file():
-        return []
-    lines = path.read_text(encoding="utf-8").splitlines()
-    cases = []
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            cases.append(json.loads(line))
-        except json.JSONDecodeError as exc:
-            if number == len(lines):
-                path.write_text("".join(json.dumps(c, ensure_ascii=False) + "\n" for c in cases),
-                                encoding="utf-8")
-                break
-            raise EvaluationError(f"{path}:{number}: not a JSON record ({exc.msg})") from exc
-    return cases
-
-
-def load_run(run_dir: str | Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """The manifest and the case records of a run directory."""
-    run_dir = Path(run_dir)
-    try:
-        manifest = read_manifest(run_dir)
-    except RunError as exc:
-        raise EvaluationError(str(exc)) from None
-    return manifest, _read_cases(run_dir / "cases.jsonl")
 
 
 def run_evaluation(
@@ -729,144 +452,3 @@ def _check_resume(previous: dict[str, Any], fingerprint: dict[str, Any]) -> None
 
 
 # -- reports ----------------------------------------------------------------------------------
-
-
-def report(run_dir: str | Path) -> Scorecard:
-    """The scorecard of a run, rebuilt from its cases.jsonl by the instrument."""
-    _, cases = load_run(run_dir)
-    return build_scorecard(cases)
-
-
-def score_from_dict(data: dict[str, Any]) -> Score:
-    """Rebuild a `Score` from its `to_dict` form (as stored in cases.jsonl)."""
-    def metric(d: dict[str, Any]) -> StageMetrics:
-        return StageMetrics(**{**d, "ranked_sources": tuple(d["ranked_sources"]),
-                               "found_expected": tuple(d["found_expected"]),
-                               "missing_expected": tuple(d["missing_expected"])})
-
-    def claim(d: dict[str, Any]) -> ClaimCheck:
-        return ClaimCheck(**{**d, "cited_ids": tuple(d["cited_ids"])})
-
-    tuples = ("admitted_sources", "expected_admitted", "extraneous_admitted",
-              "must_not_include_hits", "cited_sources", "unknown_citations",
-              "reported_unknown_citations", "uncited_claims", "notes")
-    return Score(**{
-        **data,
-        **{name: tuple(data[name]) for name in tuples},
-        "unmatched_groups": tuple(tuple(g) for g in data["unmatched_groups"]),
-        "stage_metrics": {k: metric(v) for k, v in data["stage_metrics"].items()},
-        "supported_claims": tuple(claim(c) for c in data["supported_claims"]),
-        "unsupported_claims": tuple(claim(c) for c in data["unsupported_claims"]),
-        "artifact_checks": tuple(CheckResult(**c) for c in data["artifact_checks"]),
-    })
-
-
-def downstream_gains(
-    cases: Iterable[dict[str, Any]], baseline_condition: str = "no-memory"
-) -> list[dict[str, Any]]:
-    """For each downstream task, each condition's artifact-check gain over no-memory."""
-    by_task: dict[str, dict[str, dict[str, Any]]] = {}
-    for case in cases:
-        if case["question_type"] == "downstream" and case["score"].get("artifact_checks"):
-            by_task.setdefault(case["task_id"], {})[case["condition"]] = case
-    gains = []
-    for per_condition in by_task.values():
-        without = per_condition.get(baseline_condition)
-        if without is None:
-            continue
-        for name, case in per_condition.items():
-            if name != baseline_condition:
-                gains.append(downstream_gain(score_from_dict(case["score"]),
-                                             score_from_dict(without["score"])))
-    return gains
-
-
-def summary_rows(scorecard: Scorecard) -> list[dict[str, Any]]:
-    rows = []
-    for (condition, qtype), cell in scorecard.cells.items():
-        counts = cell.outcome_counts
-        rows.append({
-            "condition": condition, "question_type": qtype, "n": cell.cases,
-            "passed": cell.passed, "pass_rate": _round(cell.pass_rate),
-            **{label: counts[label] for label in OUTCOME_LABELS},
-            "mean_recall_candidates": _round(cell.mean_recall_candidates),
-            "mean_recall_admitted": _round(cell.mean_recall_admitted),
-            "mean_mrr_candidates": _round(cell.mean_mrr_candidates),
-            "mean_prompt_tokens": _round(cell.mean_prompt_tokens, 1),
-            "mean_seconds": _round(cell.mean_seconds),
-        })
-    return rows
-
-
-def _round(value: float | None, digits: int = 4) -> float | None:
-    return None if value is None else round(value, digits)
-
-
-def report_document(run_dir: str | Path) -> dict[str, Any]:
-    """Everything `report` shows, as one JSON-ready document."""
-    manifest, cases = load_run(run_dir)
-    scorecard = build_scorecard(cases)
-    return {
-        "run_id": manifest.get("run_id"),
-        "status": manifest.get("status"),
-        "grader_version": manifest.get("grader_version"),
-        "scorecard": scorecard.to_dict(),
-        "downstream_gains": downstream_gains(cases),
-        "downstream_by_condition": [row.to_dict() for row in downstream_gains_by_condition(cases)],
-        "full_history_input": _full_history_input(cases),
-        "best": (manifest.get("best") or {}).get("choice"),
-    }
-
-
-def _full_history_input(cases: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
-    full = [c for c in cases if c["condition"] == "full-history"]
-    if not full:
-        return None
-    tokens = [c["context"]["prompt_tokens"] for c in full]
-    return {"token_budget": full[0]["context"]["token_budget"],
-            "mean_prompt_tokens": round(sum(tokens) / len(tokens), 1), "max_prompt_tokens": max(tokens),
-            "admitted_sources": len(full[0]["admitted"]),
-            "cut_sources": full[0]["context"]["cut_sources"]}
-
-
-def report_text(run_dir: str | Path) -> str:
-    """The scorecard tables, then the downstream gains over no-memory and the full-history size."""
-    document = report_document(run_dir)
-    lines = [f"run {document['run_id']} ({document['status']})", report(run_dir).to_text()]
-    if document["downstream_gains"]:
-        lines += ["", "Downstream tasks: artifact checks passed, with history vs no-memory"]
-        for gain in document["downstream_gains"]:
-            lines.append(f"  {gain['task_id']:<32} {gain['with_condition']:<18} "
-                         f"{gain['checks_passed_with']}/{gain['checks_total']} vs "
-                         f"{gain['checks_passed_without']}/{gain['checks_total']} "
-                         f"(gain {gain['gain']:+d})")
-    manifest, cases = load_run(run_dir)
-    table = downstream_table_text(downstream_gains_by_condition(cases),
-                                  matched=manifest.get("no_memory_control") == MATCHED_CONTROL)
-    if table:
-        lines += ["", *table]
-    full = document["full_history_input"]
-    if full:
-        lines += ["", f"full-history input: mean {full['mean_prompt_tokens']} prompt tokens "
-                      f"(max {full['max_prompt_tokens']}, budget {full['token_budget']}); "
-                      f"{full['admitted_sources']} sources admitted, {len(full['cut_sources'])} cut"]
-    if document["best"]:
-        lines += ["", f"best (tuned on dev): {json.dumps(document['best'], sort_keys=True)}"]
-    return "\n".join(lines)
-
-
-def write_reports(run_dir: str | Path) -> Scorecard:
-    """(Re)write summary.csv, scorecard.txt and scorecard.json from cases.jsonl."""
-    run_dir = Path(run_dir)
-    scorecard = report(run_dir)
-    rows = summary_rows(scorecard)
-    with (run_dir / "summary.csv").open("w", encoding="utf-8", newline="") as handle:
-        columns = ["condition", "question_type", "n", "passed", "pass_rate", *OUTCOME_LABELS,
-                   "mean_recall_candidates", "mean_recall_admitted", "mean_mrr_candidates",
-                   "mean_prompt_tokens", "mean_seconds"]
-        writer = csv.DictWriter(handle, fieldnames=columns)
-        writer.writeheader()
-        writer.writerows(rows)
-    (run_dir / "scorecard.txt").write_text(report_text(run_dir) + "\n", encoding="utf-8")
-    write_json(run_dir / "scorecard.json", report_document(run_dir))
-    return scorecard
