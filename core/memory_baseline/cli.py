@@ -274,6 +274,26 @@ def cmd_ask(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_mcp(args: argparse.Namespace) -> int:
+    from .mcp_server import serve
+
+    config = load_config(args)
+    if args.corpus is not None and not Path(args.corpus).is_dir():
+        raise UsageError(f"{shown(args.corpus)} is not a directory")
+    serve(config, args.corpus, transport=args.transport, host=args.host, port=args.port)
+    return EXIT_OK
+
+
+def _mcp_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--corpus", default=None,
+                        help="the indexed folder: read_source reads from it, refresh refreshes it")
+    parser.add_argument("--transport", choices=["stdio", "streamable-http"], default="stdio")
+    parser.add_argument("--host", default="127.0.0.1", help="HTTP only")
+    parser.add_argument("--port", type=int, default=8765, help="HTTP only")
+    _embedder_option(parser)
+    parser.add_argument("--reader", default=None, help="reader of the ask tool (default: qwen-1.5b)")
+
+
 def _query_options(parser: argparse.ArgumentParser, *, show: bool) -> None:
     parser.add_argument("query")
     parser.add_argument("--as-of", default=None, help="the question's date (ISO)")
@@ -325,6 +345,7 @@ COMMANDS: CommandTable = {
                "retrieve and assemble context; print every stage"),
     "ask": (cmd_ask, lambda p: _query_options(p, show=False),
             "answer a question with citations from the index"),
+    "mcp": (cmd_mcp, _mcp_options, "serve the index to an MCP client (Claude Code, Cursor, ...)"),
     "server": (cmd_server,
                lambda p: p.add_argument("action", choices=["status", "start", "stop"]),
                "the embedded PostgreSQL server"),
