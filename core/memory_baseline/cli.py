@@ -152,9 +152,27 @@ def _print_sync(report, verb: str) -> None:
     for source_id in report.carried_over:
         print("  carried over (unreadable, re-embedded with its old chunk boundaries): "
               f"{shown(source_id)}")
-    for skipped in report.skipped:
-        print(f"  skipped: {shown(skipped['path'])}: {skipped['reason']}")
+    _print_skipped(report.skipped)
     print("  seconds: " + ", ".join(f"{k} {v:.2f}" for k, v in report.seconds.items()))
+
+
+SKIPPED_SHOWN = 10  # paths listed per reason; --json lists them all
+
+
+def _print_skipped(skipped: list[dict[str, str]]) -> None:
+    """What was not read, counted by reason: folders left out first, then files."""
+    if not skipped:
+        return
+    by_reason: dict[str, list[str]] = {}
+    for entry in skipped:
+        by_reason.setdefault(entry["reason"], []).append(entry["path"])
+    counts = ", ".join(f"{reason} {len(paths)}" for reason, paths in sorted(by_reason.items()))
+    print(f"  not read: {len(skipped)} ({counts})")
+    for reason, paths in sorted(by_reason.items(), key=lambda item: not item[0].endswith("folder")):
+        for path in paths[:SKIPPED_SHOWN]:
+            print(f"    {reason}: {shown(path)}")
+        if len(paths) > SKIPPED_SHOWN:
+            print(f"    {reason}: ... and {len(paths) - SKIPPED_SHOWN} more (--json lists them)")
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:

@@ -35,6 +35,8 @@ TEXT_SUFFIXES = {
     ".rs": "code", ".java": "code", ".kt": "code", ".c": "code", ".h": "code", ".cpp": "code",
     ".hpp": "code", ".cs": "code", ".rb": "code", ".php": "code", ".sh": "code", ".sql": "code",
     ".swift": "code", ".scala": "code",
+    # Type stubs and Cython: a Python package's interface and its C implementation.
+    ".pyi": "code", ".pyx": "code", ".pxd": "code",
 }
 # Formats that are never text: reported as `binary` without being opened, so the report
 # says why a repository's images and slide decks are not in the index.
@@ -76,6 +78,7 @@ class SkippedFile:
     reason: str  # binary | empty | too-large | unsupported | outside-root | path-too-long
     #             | undecodable-name | not-a-regular-file | directory-link
     #             | symlink (a link stored in git history)
+    #             | hidden-folder | ignored-folder (a folder not walked; its path ends in "/")
 
 
 @dataclass(frozen=True)
@@ -180,9 +183,14 @@ def iter_candidate_files(
 
     for directory, subdirs, files in os.walk(root, onerror=listing_failed, followlinks=False):
         kept = []
-        for name in sorted(d for d in subdirs if d not in SKIP_DIRS and not d.startswith(".")):
+        for name in sorted(subdirs):
             relative = (Path(directory) / name).relative_to(root).as_posix()
-            if (Path(directory) / name).is_symlink():
+            if name in SKIP_DIRS or name.startswith("."):
+                # Not walked, but said: a user should see that `.github/` was left out.
+                if skipped is not None:
+                    reason = "ignored-folder" if name in SKIP_DIRS else "hidden-folder"
+                    skipped.append(SkippedFile(printable_path(relative) + "/", reason))
+            elif (Path(directory) / name).is_symlink():
                 if skipped is not None:
                     skipped.append(SkippedFile(printable_path(relative), "directory-link"))
             elif len(os.fsencode(relative)) > MAX_SOURCE_ID_BYTES:
