@@ -13,7 +13,7 @@ from memory_baseline.baseline import Baseline
 from memory_baseline.config import ContextConfig, ReaderConfig
 from memory_baseline.context import Passage
 from memory_baseline.models import get_llm
-from memory_baseline.readers import (
+from memory_baseline.reading import (
     INSUFFICIENT,
     LocalLLMReader,
     ReaderError,

@@ -10,11 +10,13 @@ from conftest import FIXTURE_HISTORY, FIXTURE_TASKS
 from memory_baseline.answer_cache import AnswerCache
 from memory_baseline.config import Config, ReaderConfig
 from memory_baseline.context import Passage
-from memory_baseline.readers import ReaderError, check_citations, get_reader
 from memory_baseline.reading import (
     STATUSES,
+    ReaderError,
     answer_schema,
+    check_citations,
     claims_schema,
+    get_reader,
     is_work_request,
     messages_for,
     ordered_for_reading,
@@ -262,7 +264,7 @@ def test_itemised_reads_promises_and_work_its_own_way_and_hands_the_rest_to_stru
     structured = get_reader(ReaderConfig(name="smollm2", style="structured"), cache=AnswerCache(tmp_path))
     assert itemised.messages(question, [ADR9], None) == structured.messages(question, [ADR9], None)
     assert itemised.identity["style"] == "itemised"
-    from memory_baseline.readers import _routed
+    from memory_baseline.reading.generation import routed as _routed
 
     assert _routed(itemised.identity, "itemised", question) == ("structured", structured.identity)
 

@@ -12,7 +12,7 @@ from tqdm.auto import tqdm
 
 from memory_baseline.baseline import Baseline
 from memory_baseline.config import Config
-from memory_baseline.readers import Reader, get_reader
+from memory_baseline.reading import Reader, get_reader
 from memory_instrument import Task, stage_metrics
 
 from .chunking import wasted_overlap
