@@ -12,7 +12,7 @@ import pytest
 from memory_baseline.baseline import Baseline, prompt_counter
 from memory_baseline.config import ReaderConfig
 from memory_baseline.identifiers import document_keys, extract_identifiers, file_keys, path_keys
-from memory_baseline.readers import ExtractiveReader
+from memory_baseline.reading import ExtractiveReader
 from memory_baseline.refresh import sync
 
 

@@ -23,7 +23,7 @@ from .config import Config
 from .context import ContextTrace, Passage, assemble
 from .context_sources import ContextSource, Gathered, Retrieved
 from .embedders import get_embedder
-from .readers import Answer, Reader, get_reader
+from .reading import Answer, Reader, get_reader
 from .retrieval import RetrievalResult, Retriever
 
 

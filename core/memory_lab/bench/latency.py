@@ -59,7 +59,7 @@ def stage_latencies(
     store = retriever.store
     rep_id = retriever.representation_id
     from memory_baseline.context import assemble, candidates_in_order
-    from memory_baseline.readers import ExtractiveReader, build_messages
+    from memory_baseline.reading import ExtractiveReader, build_messages
 
     counter_reader = ExtractiveReader(ReaderConfig(name="extractive"))
     times: dict[str, list[float]] = {name: [] for name in (
@@ -171,7 +171,7 @@ def llm_stage_latencies(
 ) -> dict[str, Any]:
     """Reranker and reader cost on a few queries (each costs seconds to minutes on 2 cores)."""
     from memory_baseline.baseline import Baseline
-    from memory_baseline.readers import get_reader
+    from memory_baseline.reading import get_reader
     from memory_baseline.rerank import get_reranker
 
     out: dict[str, Any] = {"queries": len(queries)}

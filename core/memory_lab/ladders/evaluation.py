@@ -62,7 +62,7 @@ from memory_baseline.context_sources import (
 )
 from memory_baseline.embedders import Embedder, get_embedder
 from memory_baseline.ingest import Discovery, SourceRecord, discover
-from memory_baseline.readers import Reader, get_reader
+from memory_baseline.reading import Reader, get_reader
 from memory_baseline.refresh import sync
 from memory_baseline.retrieval import Retriever
 from memory_instrument import (

@@ -14,7 +14,7 @@ from typing import Any
 import psycopg
 
 from memory_baseline.config import Config
-from memory_baseline.readers import Reader, get_reader
+from memory_baseline.reading import Reader, get_reader
 from memory_baseline.refresh import SyncReport, sync
 from memory_instrument import Task, load_tasks, write_task_file
 from memory_lab.book.paths import project_root
