@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, replace
 
 import psycopg
 
+from .answer_cache import AnswerCache
 from .compression import compress
 from .config import Config
 from .context import ContextTrace, Passage, assemble
@@ -126,7 +127,8 @@ class Baseline:
     @property
     def reader(self) -> Reader:
         if self._reader is None:
-            self._reader = get_reader(self.config.reader)
+            cache = AnswerCache.from_config(self.config.cache) if self.config.reader.cache else None
+            self._reader = get_reader(self.config.reader, cache=cache)
         return self._reader
 
     def search(self, query: str, as_of: str | None = None, *,
@@ -157,7 +159,7 @@ class Baseline:
     def _compress(self, query: str, as_of: str | None, context: ContextTrace,
                   gathered: Gathered) -> tuple[ContextTrace, dict]:
         """The admitted passages cut to their sentences nearest the question, recounted exactly."""
-        cut = compress(query, context.admitted, get_embedder(self.config.embedder),
+        cut = compress(query, context.admitted, get_embedder(self.config.embedder, self.config.cache),
                        gathered.context.compression_keep)
         count = prompt_counter(self.reader, query, as_of, history=gathered.history)
         tokens = count(cut.passages)

@@ -89,7 +89,7 @@ def cmd_init(args: argparse.Namespace) -> int:
     from .server import connect
 
     config = load_config(args)
-    embedder = get_embedder(config.embedder)
+    embedder = get_embedder(config.embedder, config.cache)
     with connect() as conn:
         store, rep_id = open_index(conn, config, embedder)
         counts = store.counts()

@@ -9,6 +9,7 @@ optional TOML file, then per-call overrides (`Config.with_overrides`).
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
 import tomllib
 import typing
@@ -131,6 +132,45 @@ class ReaderConfig:
     style: str = "itemised"
 
 
+# The environment variables that set the cache section's defaults. The book's kernels and
+# the studies set them for their child processes; a configuration file or override wins.
+ANSWER_READ_FIRST_ENV = "MEMORY_BASELINE_ANSWER_CACHE_PATH"
+ANSWER_CACHE_ONLY_ENV = "MEMORY_BASELINE_ANSWER_CACHE_ONLY"
+VECTOR_CACHE_ENV = "MEMORY_BASELINE_VECTOR_CACHE"
+VECTOR_READ_FIRST_ENV = "MEMORY_BASELINE_VECTOR_CACHE_PATH"
+
+
+def _environment_paths(name: str) -> tuple[str, ...]:
+    return tuple(p for p in os.environ.get(name, "").split(os.pathsep) if p)
+
+
+@dataclass(frozen=True)
+class CacheConfig:
+    """Where answers, reranker scores and document vectors are looked up before being computed.
+
+    A cached answer is the answer a run once computed, and a rebuild that reads it is
+    not recomputing it, so these switches belong to the recorded configuration: they
+    are written into every run's manifest like any other setting. Each defaults to its
+    environment variable (above) when the configuration is made.
+    """
+
+    # Read-only folders searched before the writable one (<memory home>/answer-cache).
+    answers_read_first: tuple[str, ...] = field(
+        default_factory=lambda: _environment_paths(ANSWER_READ_FIRST_ENV))
+    # Refuse to compute an answer or score that no cache layer holds (a reproduction's proof).
+    answers_only: bool = field(default_factory=lambda: bool(os.environ.get(ANSWER_CACHE_ONLY_ENV)))
+    # The writable vector cache folder; None: document vectors are always computed.
+    vectors: str | None = field(default_factory=lambda: os.environ.get(VECTOR_CACHE_ENV) or None)
+    vectors_read_first: tuple[str, ...] = field(
+        default_factory=lambda: _environment_paths(VECTOR_READ_FIRST_ENV))
+
+    def __post_init__(self) -> None:
+        for name in ("answers_read_first", "vectors_read_first"):  # TOML gives lists
+            value = getattr(self, name)
+            if isinstance(value, list):
+                object.__setattr__(self, name, tuple(value))
+
+
 @dataclass(frozen=True)
 class Config:
     index: str = "default"
@@ -140,6 +180,7 @@ class Config:
     rerank: RerankConfig = field(default_factory=RerankConfig)
     context: ContextConfig = field(default_factory=ContextConfig)
     reader: ReaderConfig = field(default_factory=ReaderConfig)
+    cache: CacheConfig = field(default_factory=CacheConfig)
     max_file_bytes: int = 10_000_000
     # Discovery limits: a corpus past either is refused before anything is read in full
     # (`ingest /` would otherwise grow without bound).
@@ -259,6 +300,8 @@ RANGES: dict[str, tuple[float | None, float | None]] = {
 
 def _type_ok(value: Any, expected: Any) -> bool:
     """`value` has the annotated type; bool is not an int, an int is an acceptable float."""
+    if typing.get_origin(expected) is tuple:  # tuple[str, ...]: a list of paths
+        return isinstance(value, tuple) and all(isinstance(v, str) for v in value)
     options = typing.get_args(expected) if typing.get_origin(expected) in (typing.Union, _UnionType) else (expected,)  # noqa: E501
     for option in options:
         if option is type(None) and value is None:

@@ -34,7 +34,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from memory_baseline.config import EmbedderConfig
+from memory_baseline.config import CacheConfig, EmbedderConfig
 from memory_baseline.models import models_home
 from memory_baseline.vector_cache import CachedEmbedder, VectorCache
 
@@ -782,12 +782,17 @@ def known_identity(config: EmbedderConfig) -> EmbedderIdentity:
     return get_embedder(config).identity
 
 
-@cache
-def get_embedder(config: EmbedderConfig) -> Embedder:
-    """The embedder `config` names, loaded once per process (models are slow to load).
+def get_embedder(config: EmbedderConfig, cache: CacheConfig | None = None) -> Embedder:
+    """The embedder `config` names, loaded once per process (models are slow to load), reading
+    document vectors from the vector cache `cache` names (default: the environment's).
 
     Failures are not cached, so a server started later is picked up on the next call.
     """
+    return _with_vectors(_loaded(config), cache if cache is not None else CacheConfig())
+
+
+@cache
+def _loaded(config: EmbedderConfig) -> Embedder:
     builder = _BUILDERS.get(config.name)
     if builder is None:
         raise EmbedderError(
@@ -795,7 +800,13 @@ def get_embedder(config: EmbedderConfig) -> Embedder:
         )
     embedder = builder(config)
     _remember_identity(config, embedder.identity)
-    # The book's kernels switch the vector cache on (memory_baseline.vector_cache); a user's
-    # ingest does not, and computes every vector.
-    vectors = VectorCache.from_environment()
+    return embedder
+
+
+@cache
+def _with_vectors(embedder: Embedder, caches: CacheConfig) -> Embedder:
+    """`embedder` behind the vector cache `caches` names (one wrapper per cache, so each cache's
+    layers are read once). The book's kernels switch the cache on; a user's ingest does not,
+    and computes every vector."""
+    vectors = VectorCache.from_config(caches)
     return CachedEmbedder(embedder, vectors) if vectors is not None else embedder

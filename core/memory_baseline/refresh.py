@@ -159,7 +159,7 @@ def sync(
     See the module docstring for the rules.
     """
     started = time.perf_counter()
-    embedder = embedder or get_embedder(config.embedder)
+    embedder = embedder or get_embedder(config.embedder, config.cache)
     if discovery is None:
         limits = Limits(max_files=config.max_files, max_total_bytes=config.max_corpus_bytes)
         if git:

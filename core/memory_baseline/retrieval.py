@@ -50,6 +50,7 @@ from dataclasses import asdict, dataclass, field
 
 import psycopg
 
+from .answer_cache import AnswerCache
 from .config import Config
 from .embedders import Embedder, get_embedder
 from .identifiers import IDENTIFIER_PATTERN, extract_identifiers, file_keys
@@ -253,8 +254,9 @@ class Retriever:
         self.store = Store(conn, config.index)
         self.store.require()
         needs_dense = config.retrieval.dense
-        self.embedder = embedder or (get_embedder(config.embedder) if needs_dense else None)
-        self.reranker = reranker if reranker is not None else get_reranker(config.rerank)
+        self.embedder = embedder or (get_embedder(config.embedder, config.cache) if needs_dense else None)
+        self.reranker = reranker if reranker is not None else get_reranker(
+            config.rerank, AnswerCache.from_config(config.cache))
         self.representation_id = (
             representation_id(config, self.embedder) if self.embedder is not None else ""
         )

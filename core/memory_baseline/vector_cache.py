@@ -33,9 +33,10 @@ from typing import Any
 import numpy as np
 
 from .answer_cache import append_record
+from .config import VECTOR_CACHE_ENV, VECTOR_READ_FIRST_ENV, CacheConfig
 
-WRITE_ENV = "MEMORY_BASELINE_VECTOR_CACHE"
-READ_FIRST_ENV = "MEMORY_BASELINE_VECTOR_CACHE_PATH"
+WRITE_ENV = VECTOR_CACHE_ENV
+READ_FIRST_ENV = VECTOR_READ_FIRST_ENV
 USAGE_LOG_ENV = "MEMORY_BASELINE_VECTOR_CACHE_LOG"
 
 
@@ -76,6 +77,11 @@ class VectorCache:
         self.root = Path(root)
         self.read_first = tuple(Path(p) for p in read_first)
         self._loaded: dict[str, dict[str, tuple[str, np.ndarray]]] = {}
+
+    @classmethod
+    def from_config(cls, cache: CacheConfig) -> VectorCache | None:
+        """The vector cache a configuration names, or None when it names none."""
+        return cls(cache.vectors, read_first=cache.vectors_read_first) if cache.vectors else None
 
     @classmethod
     def from_environment(cls) -> VectorCache | None:

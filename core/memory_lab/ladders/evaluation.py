@@ -445,7 +445,10 @@ def _check_resume(previous: dict[str, Any], fingerprint: dict[str, Any]) -> None
         except ConfigError as error:
             raise EvaluationError(f"cannot resume: the manifest's configuration of {name!r} no longer "
                                   f"loads ({error})") from None
-        if before != document["config"]:
+        # Where answers are looked up (the cache section) does not change what a condition is:
+        # a resumed run may read the same answers from another checkout's folders.
+        before.pop("cache", None)
+        if before != {k: v for k, v in document["config"].items() if k != "cache"}:
             raise EvaluationError(
                 f"cannot resume: the effective configuration of {name!r} differs from the manifest"
             )
