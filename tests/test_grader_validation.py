@@ -1,4 +1,4 @@
-"""The grader earns its labels: validation thresholds, the issue's four answers, one grammar.
+"""The grader earns its labels: validation thresholds, four answers that once fooled it, one grammar.
 
 The probes and the held-out cases are labelled by reading the ledger and the history
 (`fixtures/grader/`); these tests keep the grader from drifting away from those labels.
