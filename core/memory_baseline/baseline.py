@@ -13,7 +13,7 @@ no stage result is written to after it was made.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
 import psycopg
@@ -168,10 +168,16 @@ class Baseline:
         return replace(context, admitted=cut.passages, prompt_tokens=tokens), note
 
     def ask(self, query: str, as_of: str | None = None, *,
-            source: ContextSource | None = None) -> AskResult:
-        """Search, then read the admitted passages (default source: retrieval)."""
+            source: ContextSource | None = None,
+            on_admitted: Callable[[Search], None] | None = None) -> AskResult:
+        """Search, then read the admitted passages (default source: retrieval).
+
+        `on_admitted` sees the search before the reader starts (a terminal shows what
+        is being read while the answer is generated)."""
         started = time.perf_counter()
         found = self.search(query, as_of, source=source)
+        if on_admitted is not None:
+            on_admitted(found)
         searched_at = time.perf_counter()
         answer = self.reader.answer(query, list(found.context.admitted), as_of, history=found.history)
         read_at = time.perf_counter()

@@ -275,21 +275,54 @@ def cmd_ask(args: argparse.Namespace) -> int:
     from .server import connect
 
     config = load_config(args)
+    streaming = not args.json and sys.stdout.isatty()
     with connect() as conn:
-        result = Baseline(conn, config).ask(args.query, _parse_as_of(args.as_of))
+        baseline = Baseline(conn, config)
+        if streaming and hasattr(baseline.reader, "on_text"):
+            baseline.reader.on_text = _print_streamed
+        result = baseline.ask(args.query, _parse_as_of(args.as_of),
+                              on_admitted=_print_reading if streaming else None)
     if args.json:
         emit_json(result.to_dict())
         return EXIT_OK
     answer = result.answer
+    if streaming:
+        print("\n")
     print(answer.text.strip())
     print()
-    print("cited: " + (", ".join(answer.citations) or "(none)"))
+    print("cited: " + (", ".join(_citation(result, source) for source in answer.citations) or "(none)"))
     if answer.unknown_citations:
         print("cited but not admitted (flagged): " + ", ".join(answer.unknown_citations))
     print(f"reader {answer.reader.get('name')}: {answer.usage.prompt_tokens} prompt + "
           f"{answer.usage.completion_tokens} completion tokens, {answer.usage.seconds:.1f} s"
           f"{' (cache hit)' if answer.cached else ''}")
     return EXIT_OK
+
+
+def _citation(result, source_id: str) -> str:
+    """`path:Lstart-end` of the first admitted passage of a cited source (the lines it read)."""
+    for passage in result.passages:
+        if passage.source_id == source_id:
+            return shown(passage_location(passage))
+    return shown(source_id)
+
+
+def passage_location(passage) -> str:
+    start, end = getattr(passage, "line_start", None), getattr(passage, "line_end", None)
+    return f"{passage.source_id}:L{start}-{end}" if start is not None else passage.source_id
+
+
+def _print_reading(found) -> None:
+    """What the reader is about to read, before it starts (it takes a while on a CPU)."""
+    print(f"reading {len(found.passages)} passages ({found.context.prompt_tokens} prompt tokens):")
+    for passage in found.passages:
+        print(f"  {passage.rank:>3}  {shown(passage_location(passage))}")
+    print("answer (as generated):", flush=True)
+
+
+def _print_streamed(text: str) -> None:
+    sys.stdout.write(text)
+    sys.stdout.flush()
 
 
 def cmd_mcp(args: argparse.Namespace) -> int:

@@ -8,7 +8,7 @@ and a constrained style's schema is handed to the runtime as an llguidance gramm
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from ...answer_cache import AnswerCache
 from ...config import ReaderConfig
@@ -51,6 +51,8 @@ class LocalLLMReader:
         if config.prefix_cache:  # a warm read may differ from a cold one (models.LocalLLM)
             self.identity |= {"prefix_cache": True}
         self._cache = answer_cache(config, cache)
+        # Receives the model's text as it is generated (a terminal's `ask`); None: not streamed.
+        self.on_text: Callable[[str], None] | None = None
 
     @property
     def llm(self):
@@ -98,7 +100,7 @@ class LocalLLMReader:
             grammar = schema if isinstance(schema, str) or schema is None else \
                 reply_grammar(schema, query)
             done = self.llm.chat(call_messages, **{**settings, "max_tokens": max_tokens}, grammar=grammar,
-                                 reuse_prefix=self.config.prefix_cache)
+                                 reuse_prefix=self.config.prefix_cache, on_text=self.on_text)
             return Completion(done.text, done.prompt_tokens, done.completion_tokens, done.seconds,
                               done.prompt_seconds, done.generation_seconds, done.finish_reason,
                               done.cached_prompt_tokens)
