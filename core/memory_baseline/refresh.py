@@ -136,6 +136,10 @@ class _Plan:
     touch: list[str]
 
 
+# How often a long sync reports progress through `on_progress` (a log, a non-terminal stderr).
+PROGRESS_SECONDS = 10.0
+
+
 def sync(
     conn: psycopg.Connection,
     config: Config,
@@ -155,7 +159,9 @@ def sync(
     `discovery` replaces the observation of `root` (tests, other connectors).
     `prune` (refresh only) also removes indexed sources that are present but
     unusable, and history no longer reachable, and lifts the removal guard.
-    `on_progress` receives one-line progress messages of a long observation (git).
+    `on_progress` receives one-line progress messages of a long observation (git) and, when
+    no bar is shown (`progress` off: a log, stderr not a terminal), of the indexing every
+    `PROGRESS_SECONDS`.
     See the module docstring for the rules.
     """
     started = time.perf_counter()
@@ -210,6 +216,7 @@ def sync(
         store.ensure_representation(rep_id, chunker, embedder.identity.to_dict(), dimension)
 
         chunk_total = 0
+        last_said = time.perf_counter()
         bar = tqdm(total=len(plan.reprocess) + len(plan.carry_over), desc="index", unit="src",
                    disable=not progress or not (plan.reprocess or plan.carry_over))
         for batch in _batches(plan.reprocess, config):
@@ -235,6 +242,11 @@ def sync(
             bar.update(len(batch))
             if on_batch_written:
                 on_batch_written(chunk_total)
+            quiet = on_progress is None or progress  # the bar shows it, or nobody listens
+            if not quiet and time.perf_counter() - last_said >= PROGRESS_SECONDS:
+                last_said = time.perf_counter()
+                on_progress(f"indexed {bar.n} of {bar.total} sources, {chunk_total} chunks, "
+                            f"{last_said - started:.0f} s")
         chunk_total += _carry_over(store, embedder, rep_id, kept_rows, bar, seconds)
         bar.close()
 
