@@ -146,8 +146,7 @@ def test_duplicates_and_quota_are_recorded(conn, config, error_corpus):
 
 
 def test_identifier_fragments_rule_keeps_or_blanks_the_parsers_pieces(conn, config, error_corpus):
-    from memory_baseline.retrieval import query_terms
-    from memory_baseline.store import Store
+    from memory_baseline.store import Store, query_terms
 
     store = Store(conn, config.index)
     kept = query_terms(store, "what does E-BRK-042 mean for the broker?")

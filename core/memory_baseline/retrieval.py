@@ -6,7 +6,7 @@ OR-ed so a passage need not contain every word of a question:
 
 - ``bm25`` (default): exact Okapi BM25 over per-term posting arrays that
   triggers keep in the same transaction as the chunks, fetched in one statement
-  and scored with numpy (`memory_baseline.bm25`).
+  and scored with numpy (`memory_baseline.store.bm25`).
   Measured on BEIR SciFact, PostgreSQL's own ranking is far weaker because
   it has no IDF: ``ts_rank_cd`` nDCG@10 0.319, BM25 0.686 (see the README).
 - ``tsrank-cd``: the chapter's `ts_rank_cd` ranking, kept as a named condition
@@ -52,10 +52,10 @@ import psycopg
 
 from .config import Config
 from .embedders import Embedder, get_embedder
-from .identifiers import IDENTIFIER_PATTERN, extract_identifiers, file_keys
+from .identifiers import extract_identifiers, file_keys
 from .representation import representation_id
 from .rerank import Reranker, get_reranker
-from .store import Hit, Store, StoreError
+from .store import Hit, Store, StoreError, query_terms
 
 
 @dataclass(frozen=True)
@@ -182,21 +182,6 @@ def convex_blend(
     }
     ordered = sorted(scores, key=lambda cid: (-scores[cid], cid))
     return [Candidate(cid, sources[cid], scores[cid], i) for i, cid in enumerate(ordered, 1)]
-
-
-def query_terms(store: Store, query: str, fragments: bool = True) -> list[str]:
-    """Identifier terms of the query plus the English lexemes of the query.
-
-    With `fragments` (the default) the lexemes come from all of the query, so the
-    parser's fragments of an identifier (`il`, `-6` for `IL-6`) are kept beside the
-    whole identifier: scientific names are also written `IL6` or `IL 6`, and the whole
-    identifier, rarer than its fragments, still weighs most in BM25. Without, the
-    lexemes come from the query with its identifiers blanked out. Which one serves
-    better is measured (`retrieval.identifier_fragments`, chosen on SciFact's train split).
-    """
-    identifiers = extract_identifiers(query)
-    text = query if fragments or not identifiers else IDENTIFIER_PATTERN.sub(" ", query)
-    return list(dict.fromkeys(identifiers + store.query_lexemes(text)))
 
 
 def identifier_priority(
