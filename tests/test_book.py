@@ -14,8 +14,9 @@ import nbformat
 import pytest
 import yaml
 
-from memory_baseline.context import ContextTrace, Passage
-from memory_baseline.retrieval import Candidate, PassageText, RetrievalResult, Stage
+from memory_baseline.context import ContextTrace
+from memory_baseline.passages import Passage
+from memory_baseline.retrieval import Candidate, RetrievalResult, Stage
 from memory_instrument import AnswerSpec, EvidenceSpan, Task
 from memory_lab import book, experiments, runs
 
@@ -237,7 +238,7 @@ def _trace(fused_sources: list[str], admitted: list[str], not_considered: list[s
         return Stage(name, tuple(Candidate(f"{s}#0", s, 1.0, i) for i, s in enumerate(sources, 1)), 0.0,
                      detail)
 
-    passages = {f"{s}#0": PassageText(f"{s}#0", s, "text", None, "markdown", None, 0, 4)
+    passages = {f"{s}#0": Passage(f"{s}#0", s, "text", None, "markdown", None, char_start=0, char_end=4)
                 for s in fused_sources}
     stages = (stage("lexical", lexical), stage("dense", []), stage("fused", fused_sources),
               stage("reranked", fused_sources, pass_through=True))

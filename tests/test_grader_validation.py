@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from memory_baseline import readers
-from memory_baseline.context import Passage as ReaderPassage
+from memory_baseline.passages import Passage as ReaderPassage
 from memory_instrument import citations
 from memory_instrument.grader_version import GRADER_VERSION, grader_version
 from memory_instrument.judges import CallableClaimJudge, admit_judge, load_claims

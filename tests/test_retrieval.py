@@ -9,7 +9,8 @@ import pytest
 from memory_baseline import cli
 from memory_baseline.baseline import Baseline, prompt_counter
 from memory_baseline.config import ContextConfig, ReaderConfig
-from memory_baseline.context import Passage, assemble, candidates_in_order
+from memory_baseline.context import assemble, candidates_in_order
+from memory_baseline.passages import Passage
 from memory_baseline.readers import ExtractiveReader, build_messages
 from memory_baseline.refresh import sync
 from memory_baseline.retrieval import Candidate, reciprocal_rank_fusion

@@ -62,7 +62,7 @@ from memory_instrument import citations as citation_grammar
 from . import reading
 from .answer_cache import AnswerCache, cache_key
 from .config import ReaderConfig
-from .context import Passage
+from .passages import Passage
 from .reading import (  # used here, and importable from here as before
     INSUFFICIENT,
     PROMPT_TEMPLATE_SHA256,

@@ -56,7 +56,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .context import Passage
+from .passages import Passage
 
 INSUFFICIENT = "insufficient evidence"
 STYLES: dict[str, str] = {
