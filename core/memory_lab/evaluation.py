@@ -65,6 +65,7 @@ from memory_baseline.context_sources import (
     given,
 )
 from memory_baseline.embedders import Embedder, get_embedder
+from memory_baseline.hashing import file_digest
 from memory_baseline.ingest import Discovery, SourceRecord, discover
 from memory_baseline.passages import Passage
 from memory_baseline.readers import Answer, Reader, get_reader
@@ -94,7 +95,6 @@ from .runs import (
     MANIFEST,
     RunError,
     corpus_digest,
-    file_digest,
     manifest_header,
     new_run_dir,
     read_manifest,

@@ -84,10 +84,6 @@ def machine_description(conn: psycopg.Connection | None = None) -> dict[str, Any
     return described
 
 
-def file_digest(path: str | Path) -> str:
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
-
-
 def corpus_digest(corpus_dir: str | Path) -> str:
     """sha256 over every file's relative path and bytes, in sorted path order."""
     root = Path(corpus_dir).resolve()

@@ -14,12 +14,13 @@ from typing import Any
 import psycopg
 
 from memory_baseline.config import Config
+from memory_baseline.hashing import file_digest
 from memory_baseline.readers import Reader, get_reader
 from memory_baseline.refresh import SyncReport, sync
 from memory_instrument import Task, load_tasks, write_task_file
 
 from ..paths import project_root
-from ..runs import corpus_digest, file_digest, finish_run, start_run, write_json
+from ..runs import corpus_digest, finish_run, start_run, write_json
 
 RETRIEVAL_STAGES = ("lexical", "dense", "fused", "reranked")
 
