@@ -85,7 +85,6 @@ from .studies.setup import (  # noqa: F401
     StudyRun,
     World,
     _cell,
-    _jsonable,
     _spread,
     display_path,
     index_corpus,
