@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from memory_baseline.context import Passage as ReaderPassage
+from memory_baseline.passages import Passage as ReaderPassage
 from memory_baseline.reading import citations as reader_citations
 from memory_instrument import citations
 from memory_instrument.grader_version import GRADER_VERSION, grader_version

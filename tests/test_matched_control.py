@@ -11,7 +11,7 @@ import json
 
 import pytest
 
-from memory_baseline.context import Passage
+from memory_baseline.passages import Passage
 from memory_baseline.reading import (
     NO_SOURCES,
     SYSTEM_DATED,

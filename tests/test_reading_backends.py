@@ -11,8 +11,8 @@ from conftest import FIXTURE_HISTORY
 from memory_baseline.answer_cache import AnswerCache
 from memory_baseline.baseline import Baseline
 from memory_baseline.config import ContextConfig, ReaderConfig
-from memory_baseline.context import Passage
 from memory_baseline.models import get_llm
+from memory_baseline.passages import Passage
 from memory_baseline.reading import (
     INSUFFICIENT,
     LocalLLMReader,

@@ -9,7 +9,7 @@ from conftest import FIXTURE_HISTORY, FIXTURE_TASKS
 
 from memory_baseline.answer_cache import AnswerCache
 from memory_baseline.config import Config, ReaderConfig
-from memory_baseline.context import Passage
+from memory_baseline.passages import Passage
 from memory_baseline.reading import (
     STATUSES,
     answer_schema,

@@ -21,9 +21,10 @@ import psycopg
 from .answer_cache import AnswerCache
 from .compression import compress
 from .config import Config
-from .context import ContextTrace, Passage, assemble
+from .context import ContextTrace, assemble
 from .context_sources import ContextSource, Gathered, Retrieved
 from .embedders import get_embedder
+from .passages import Passage
 from .reading import Answer, Reader, get_reader
 from .retrieval import RetrievalResult, Retriever
 

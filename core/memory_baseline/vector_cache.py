@@ -34,14 +34,11 @@ import numpy as np
 
 from .answer_cache import append_record
 from .config import VECTOR_CACHE_ENV, VECTOR_READ_FIRST_ENV, CacheConfig
+from .hashing import content_digest
 
 WRITE_ENV = VECTOR_CACHE_ENV
 READ_FIRST_ENV = VECTOR_READ_FIRST_ENV
 USAGE_LOG_ENV = "MEMORY_BASELINE_VECTOR_CACHE_LOG"
-
-
-def text_digest(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def _log_usage(identity_key: str, served: Mapping[str, list[str]], computed: list[str]) -> None:
@@ -178,7 +175,7 @@ class CachedEmbedder:
 
     def embed_documents(self, texts: Sequence[str], *, progress: bool = False) -> np.ndarray:
         key = self.identity.key()
-        digests = [text_digest(t) for t in texts]
+        digests = [content_digest(t) for t in texts]
         found = self.cache.get(key, digests)
         missing = {d: t for d, t in zip(digests, texts, strict=True) if d not in found}
         if missing:

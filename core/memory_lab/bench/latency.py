@@ -28,8 +28,8 @@ from tqdm.auto import tqdm
 
 from memory_baseline.config import Config, EmbedderConfig, ReaderConfig, RerankConfig
 from memory_baseline.embedders import Embedder, get_embedder
-from memory_baseline.retrieval import Retriever, query_terms
-from memory_baseline.store import Store
+from memory_baseline.retrieval import Retriever
+from memory_baseline.store import Store, query_terms
 from memory_lab.bench.common import BenchError, machine_description, timed
 from memory_lab.bench.exactness import Reference, bm25_queries
 from memory_lab.bench.synthetic import (

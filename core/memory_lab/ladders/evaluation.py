@@ -61,6 +61,7 @@ from memory_baseline.context_sources import (
     given,
 )
 from memory_baseline.embedders import Embedder, get_embedder
+from memory_baseline.hashing import file_digest
 from memory_baseline.ingest import Discovery, SourceRecord, discover
 from memory_baseline.reading import Reader, get_reader
 from memory_baseline.refresh import sync
@@ -83,7 +84,6 @@ from memory_lab.ladders.tuning import BestChoice, QueryCachingEmbedder, tune_bes
 from memory_lab.runs import (
     MANIFEST,
     corpus_digest,
-    file_digest,
     manifest_header,
     new_run_dir,
     write_json,
