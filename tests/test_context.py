@@ -9,7 +9,7 @@ import pytest
 from memory_baseline.baseline import prompt_counter
 from memory_baseline.config import ContextConfig, ReaderConfig
 from memory_baseline.context import TRACE_FIELDS, assemble, candidates_in_order
-from memory_baseline.readers import ExtractiveReader
+from memory_baseline.reading import ExtractiveReader
 from memory_baseline.refresh import sync
 from memory_baseline.retrieval import NAMES_FILE, RARE_IDENTIFIER, Candidate, Retriever, Stage
 
