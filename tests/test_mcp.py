@@ -59,10 +59,13 @@ def test_an_mcp_client_lists_searches_reads_and_gets_tool_errors(indexed):
             assert first["path"] == "docs/runbooks/broker-errors.md"
             assert first["found_by"] and first["rank"] == 1
             assert len(found["passages"]) <= 4
+            assert first["location"] == f"{first['path']}:L{first['line_start']}-{first['line_end']}"
 
-            lines = _payload(await client.call_tool("read_source", {"path": first["path"],
-                                                                    "start_line": 1, "end_line": 5}))
-            assert lines["line_start"] == 1 and lines["line_end"] == 5 and lines["text"]
+            lines = _payload(await client.call_tool("read_source", {
+                "path": first["path"], "start_line": first["line_start"], "end_line": first["line_end"]}))
+            assert (lines["line_start"], lines["line_end"]) == (first["line_start"], first["line_end"])
+            # The cited lines hold the passage: every line of the passage text is among them.
+            assert all(line.strip() in lines["text"] for line in first["text"].splitlines() if line.strip())
 
             assert _payload(await client.call_tool("health", {}))["ok"]
 

@@ -138,3 +138,37 @@ def test_one_hnsw_builder_builds_rebuilds_and_leaves_the_session_settings(store,
     assert [h.chunk_id for h in hits] == [h.chunk_id for h in exact]
     store.drop_hnsw()
     assert not store.has_hnsw()
+
+
+def test_line_ranges_are_stored_and_an_older_index_is_upgraded_then_rechunked(index_name, tmp_path):
+    """Chunks keep the lines their span covers; an index made before that is refused by readers,
+    given the columns by the next refresh, and re-chunked reusing its stored vectors."""
+    from memory_baseline.config import Config
+    from memory_baseline.refresh import sync
+
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    lines = [f"Line {n}: the relay retried the batch {n} times before giving up." for n in range(1, 80)]
+    (corpus / "log.md").write_text("# Relay\n\n" + "\n".join(lines) + "\n", encoding="utf-8")
+    config = Config(index=index_name).with_overrides(chunking={"target_chars": 600, "overlap_chars": 0})
+    with connect() as conn:
+        sync(conn, config, corpus, remove_missing=True)
+        store = Store(conn, index_name)
+        text = (corpus / "log.md").read_text(encoding="utf-8")
+        chunks = store.source_chunks("log.md")
+        spans = conn.execute(store._q("SELECT char_start, char_end, line_start, line_end FROM {s}.chunks "
+                                      "ORDER BY ordinal")).fetchall()
+        assert len(spans) == len(chunks) > 2
+        for start, end, first, last in spans:
+            assert first == text.count("\n", 0, start) + 1 and last == text.count("\n", 0, end - 1) + 1
+        before = dict(conn.execute(store._q("SELECT chunk_id, embedding::text FROM {s}.chunks")).fetchall())
+        conn.execute(store._q("ALTER TABLE {s}.chunks DROP COLUMN line_start, DROP COLUMN line_end"))
+        with pytest.raises(StoreError, match="line ranges"):
+            store.require()
+        report = sync(conn, config, corpus, remove_missing=True)
+        assert report.reembedded == ["log.md"]
+        store.require()
+        after = dict(conn.execute(store._q("SELECT chunk_id, embedding::text FROM {s}.chunks")).fetchall())
+        assert after == before  # the same chunks, their vectors reused, not re-encoded
+        assert conn.execute(store._q("SELECT count(*) FROM {s}.chunks WHERE line_start IS NULL")
+                            ).fetchone()[0] == 0

@@ -83,7 +83,9 @@ class AskResult:
             "answer": self.answer.to_dict(),
             "admitted": [
                 {"chunk_id": p.chunk_id, "source_id": p.source_id, "rank": p.rank,
-                 "truncated": p.truncated, "text": p.text}
+                 "truncated": p.truncated, "location": p.location,
+                 "lines": [p.line_start, p.line_end] if p.line_start is not None else None,
+                 "chars": [p.char_start, p.char_end], "text": p.text}
                 for p in self.context.admitted
             ],
             "retrieval": self.retrieval.to_dict() if self.retrieval else None,

@@ -239,7 +239,9 @@ def cmd_search(args: argparse.Namespace) -> int:
             "name": "admitted", "ms": found.timings_ms["assembly"],
             "source_ids": context.admitted_sources,
             "candidates": [{"chunk_id": p.chunk_id, "source_id": p.source_id, "rank": i,
-                            "retrieval_rank": p.rank, "truncated": p.truncated}
+                            "retrieval_rank": p.rank, "truncated": p.truncated,
+                            "lines": [p.line_start, p.line_end] if p.line_start is not None else None,
+                            "chars": [p.char_start, p.char_end], "location": p.location}
                            for i, p in enumerate(context.admitted, 1)],
             "detail": {k: v for k, v in context.to_dict().items() if k != "admitted"},
         })
@@ -247,13 +249,23 @@ def cmd_search(args: argparse.Namespace) -> int:
         return EXIT_OK
     for stage in retrieval.stages:
         print(f"== {stage.name} ({stage.ms:.1f} ms, {len(stage.candidates)} candidates)")
+        print(f"  {'rank':>4}  {'score':>8}  chunk")
         for candidate in stage.candidates[: args.show]:
-            print(f"  {candidate.rank:>3}  {candidate.score:8.4f}  {candidate.chunk_id}")
+            print(f"  {candidate.rank:>4}  {candidate.score:8.4f}  {shown(candidate.chunk_id)}")
     print(f"== admitted ({len(context.admitted)} passages, {context.prompt_tokens} prompt tokens "
           f"of {context.token_budget}, {context.tokenizer})")
+    print(f"  {'rank':>4}  {'date':<10}  location  /  first words")
     for passage in context.admitted:
-        print(f"  {passage.rank:>3}  {passage.chunk_id}{'  (truncated)' if passage.truncated else ''}")
+        print(f"  {passage.rank:>4}  {passage.artifact_date or '-':<10}  {shown(passage.location)}"
+              f"{'  (truncated)' if passage.truncated else ''}")
+        print(f"        {shown(snippet(passage.text))}")
     return EXIT_OK
+
+
+def snippet(text: str, width: int = 100) -> str:
+    """The passage's first words on one line, cut at a word boundary."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[:width].rsplit(" ", 1)[0] + " ..."
 
 
 def cmd_ask(args: argparse.Namespace) -> int:
@@ -289,20 +301,15 @@ def _citation(result, source_id: str) -> str:
     """`path:Lstart-end` of the first admitted passage of a cited source (the lines it read)."""
     for passage in result.passages:
         if passage.source_id == source_id:
-            return shown(passage_location(passage))
+            return shown(passage.location)
     return shown(source_id)
-
-
-def passage_location(passage) -> str:
-    start, end = getattr(passage, "line_start", None), getattr(passage, "line_end", None)
-    return f"{passage.source_id}:L{start}-{end}" if start is not None else passage.source_id
 
 
 def _print_reading(found) -> None:
     """What the reader is about to read, before it starts (it takes a while on a CPU)."""
     print(f"reading {len(found.passages)} passages ({found.context.prompt_tokens} prompt tokens):")
     for passage in found.passages:
-        print(f"  {passage.rank:>3}  {shown(passage_location(passage))}")
+        print(f"  {passage.rank:>3}  {shown(passage.location)}")
     print("answer (as generated):", flush=True)
 
 

@@ -64,12 +64,10 @@ def passage_record(passage: Any, found_by: dict[str, list[str]]) -> dict[str, An
                               "rank": passage.rank, "date": passage.artifact_date,
                               "section": passage.section, "found_by": found_by.get(passage.chunk_id, []),
                               "truncated": passage.truncated}
-    start, end = getattr(passage, "line_start", None), getattr(passage, "line_end", None)
-    if start is not None and end is not None:
-        record.update(lines=f"L{start}-{end}", line_start=start, line_end=end)
-    char_start, char_end = getattr(passage, "char_start", None), getattr(passage, "char_end", None)
-    if char_start is not None:
-        record.update(char_start=char_start, char_end=char_end)
+    if passage.line_start is not None:
+        record.update(lines=f"L{passage.line_start}-{passage.line_end}", line_start=passage.line_start,
+                      line_end=passage.line_end)
+    record.update(location=passage.location, char_start=passage.char_start, char_end=passage.char_end)
     record["text"] = passage.text
     return record
 

@@ -26,3 +26,12 @@ class Passage:
     char_end: int = 0
     identifiers: tuple[str, ...] = ()  # identifier terms of its text
     name_terms: tuple[str, ...] = ()  # its source's path, file name and stem
+    line_start: int | None = None  # the lines its span covers (1-based, inclusive); None for
+    line_end: int | None = None  # a chunk indexed before line ranges were kept
+
+    @property
+    def location(self) -> str:
+        """`path:Lstart-end`, the citation a user can open (the path alone without lines)."""
+        if self.line_start is None:
+            return self.source_id
+        return f"{self.source_id}:L{self.line_start}-{self.line_end}"

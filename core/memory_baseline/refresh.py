@@ -206,7 +206,8 @@ def sync(
         stored = store.sources()
         carried_before = set(store.get_meta(CARRIED_OVER_KEY) or [])
         plan = _plan(discovery, stored, rep_id, report, carried_before,
-                     remove_missing=remove_missing, force_all=rebuild_dimension, prune=prune)
+                     remove_missing=remove_missing, force_all=rebuild_dimension, prune=prune,
+                     without_lines=frozenset(store.sources_without_lines()))
         if remove_missing and not prune:
             _refuse_large_removal(report, stored, discovery, config)
         # Read the kept chunks before any delete (a dimension change empties the table).
@@ -224,8 +225,7 @@ def sync(
             pieces = [(record, chunk_text(record.source_id, record.text, config.chunking))
                       for record in batch]
             t1 = time.perf_counter()
-            texts = [c.text for _, chunks in pieces for c in chunks]
-            vectors = embedder.embed_documents(texts) if texts else []
+            vectors = _vectors(store, embedder, rep_id, [c for _, chunks in pieces for c in chunks])
             t2 = time.perf_counter()
             offset = 0
             for record, chunks in pieces:
@@ -298,6 +298,7 @@ def _plan(
     remove_missing: bool,
     force_all: bool,
     prune: bool = False,
+    without_lines: frozenset[str] = frozenset(),
 ) -> _Plan:
     """Sort every observed and stored source into exactly one outcome of this sync.
 
@@ -317,7 +318,7 @@ def _plan(
         elif previous.content_hash != record.content_hash:
             report.changed.append(record.source_id)
         elif (force_all or previous.representation_id != rep_id
-              or record.source_id in carried_before):
+              or record.source_id in carried_before or record.source_id in without_lines):
             report.reembedded.append(record.source_id)
         else:
             # Unchanged: the observation is recorded (clearing a failed mark).
@@ -491,11 +492,13 @@ def name_terms(source_id: str) -> list[str]:
 
 def _row(record: SourceRecord, chunk: Chunk, vector) -> ChunkRow:
     return chunk_row(record.source_id, chunk.chunk_id, chunk.ordinal, chunk.start, chunk.end,
-                     chunk.section, chunk.text, vector, content_hash=chunk.content_hash)
+                     chunk.section, chunk.text, vector, content_hash=chunk.content_hash,
+                     lines=(chunk.line_start, chunk.line_end))
 
 
 def chunk_row(source_id: str, chunk_id: str, ordinal: int, char_start: int, char_end: int,
-              section: str | None, text: str, vector, *, content_hash: str | None = None) -> ChunkRow:
+              section: str | None, text: str, vector, *, content_hash: str | None = None,
+              lines: tuple[int, int] | None = None) -> ChunkRow:
     """The store row of one chunk: its identifier terms and the terms naming its source.
 
     The one place rows are built, for ingest and for the benchmarks' bulk loads alike.
@@ -512,7 +515,20 @@ def chunk_row(source_id: str, chunk_id: str, ordinal: int, char_start: int, char
         identifiers=extract_identifiers(text),
         name_terms=name_terms(source_id),
         embedding=vector,
+        line_start=lines[0] if lines else None,
+        line_end=lines[1] if lines else None,
     )
+
+
+def _vectors(store: Store, embedder: Embedder, rep_id: str, chunks: Sequence[Chunk]) -> list:
+    """A vector per chunk: the index's stored one for a text it already holds under this
+    representation, the encoder's for the rest (so re-chunking or a new version of a file
+    encodes only the text that is new)."""
+    stored = store.stored_vectors(rep_id, [c.content_hash for c in chunks])
+    new = [c for c in chunks if c.content_hash not in stored]
+    encoded = embedder.embed_documents([c.text for c in new]) if new else []
+    fresh = {c.content_hash: vector for c, vector in zip(new, encoded, strict=True)}
+    return [stored.get(c.content_hash, fresh.get(c.content_hash)) for c in chunks]
 
 
 def _change_dimension(store: Store, dimension: int) -> None:

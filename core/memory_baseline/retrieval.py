@@ -437,6 +437,7 @@ class Retriever:
                 artifact_date=row["artifact_time"].date().isoformat() if row["artifact_time"] else None,
                 char_start=row["char_start"], char_end=row["char_end"],
                 identifiers=tuple(row["identifiers"]), name_terms=tuple(row["name_terms"]),
+                line_start=row.get("line_start"), line_end=row.get("line_end"),
             )
             for cid, row in rows.items()
         }

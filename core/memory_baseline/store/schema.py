@@ -67,6 +67,11 @@ class Schema(IndexSQL):
                 f"index {self.index!r} has the version-1 BM25 layout: run `memory-baseline "
                 "refresh` (or `ingest`) once to move it to posting arrays"
             )
+        if not self.has_line_ranges():
+            raise StoreError(
+                f"index {self.index!r} was made before chunks kept their line ranges: run "
+                "`memory-baseline refresh` (or `ingest`) once to add them"
+            )
 
     def create(self, dimension: int) -> bool:
         """Create the schema if absent; returns True when it was created now.
@@ -86,6 +91,7 @@ class Schema(IndexSQL):
                         "use another index"
                     )
                 self.upgrade_bm25()
+                self.upgrade_lines()
                 return False
             self.conn.execute(self._ddl(dimension))
             self.set_meta("schema_version", SCHEMA_VERSION)
@@ -104,6 +110,26 @@ class Schema(IndexSQL):
             (self.index,),
         ).fetchone()
         return bool(row and row[0])
+
+    def has_line_ranges(self) -> bool:
+        row = self.conn.execute(
+            "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_class c "
+            "ON c.oid = a.attrelid JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace "
+            "WHERE n.nspname = %s AND c.relname = 'chunks' AND a.attname = 'line_start' "
+            "AND NOT a.attisdropped)", (self.index,)).fetchone()
+        return bool(row and row[0])
+
+    def upgrade_lines(self) -> bool:
+        """Give an index made before line ranges were kept its two columns; True when it did.
+
+        Instant (nullable columns); the next refresh re-chunks the sources whose chunks have
+        none, reusing their stored vectors. Writers call it through `create`.
+        """
+        if self.has_line_ranges():
+            return False
+        self.conn.execute(self._q("ALTER TABLE {s}.chunks ADD COLUMN IF NOT EXISTS line_start integer, "
+                                  "ADD COLUMN IF NOT EXISTS line_end integer"))
+        return True
 
     def upgrade_bm25(self) -> bool:
         """Move a version-1 index (one row per posting) to posting arrays; True when it did.

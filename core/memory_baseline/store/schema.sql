@@ -43,7 +43,9 @@ CREATE TABLE IF NOT EXISTS {s}.chunks (
         || array_to_tsvector(identifiers || name_terms)) STORED,
     doc_len integer GENERATED ALWAYS AS ({s}.tsv_length(to_tsvector('english', text)
         || array_to_tsvector(identifiers || name_terms))) STORED,
-    embedding vector({dim}) NOT NULL
+    embedding vector({dim}) NOT NULL,
+    line_start integer,  -- the lines the span covers (1-based, inclusive): citations open them
+    line_end integer
 );
 CREATE INDEX IF NOT EXISTS chunks_source_idx ON {s}.chunks (source_id, ordinal);
 CREATE INDEX IF NOT EXISTS chunks_tsv_gin ON {s}.chunks USING gin (tsv);

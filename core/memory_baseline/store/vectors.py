@@ -105,7 +105,8 @@ class Vectors(IndexSQL):
                 """SELECT c.chunk_id, c.source_id, c.ordinal, c.char_start, c.char_end, c.section,
                           c.text, (SELECT s.kind FROM {s}.sources s WHERE s.source_id = c.source_id),
                           (SELECT s.artifact_time FROM {s}.sources s WHERE s.source_id = c.source_id),
-                          c.identifiers, c.name_terms, 1 - (c.embedding <=> %(v)s) AS score
+                          c.identifiers, c.name_terms, c.line_start, c.line_end,
+                          1 - (c.embedding <=> %(v)s) AS score
                    FROM {s}.chunks c WHERE c.representation_id = %(rep)s
                    ORDER BY c.embedding <=> %(v)s LIMIT %(limit)s"""
             )

@@ -47,13 +47,16 @@ class ChunkRow:
     identifiers: list[str]
     name_terms: list[str]
     embedding: np.ndarray
+    line_start: int | None = None
+    line_end: int | None = None
 
 
 # What a passage needs besides its score (`chunk_texts`, and dense hits with `passage_rows`).
 PASSAGE_KEYS = ("chunk_id", "source_id", "ordinal", "char_start", "char_end", "section", "text",
-                "kind", "artifact_time", "identifiers", "name_terms")
+                "kind", "artifact_time", "identifiers", "name_terms", "line_start", "line_end")
 PASSAGE_COLUMNS = ("c.chunk_id, c.source_id, c.ordinal, c.char_start, c.char_end, c.section, "
-                   "c.text, s.kind, s.artifact_time, c.identifiers, c.name_terms")
+                   "c.text, s.kind, s.artifact_time, c.identifiers, c.name_terms, c.line_start, "
+                   "c.line_end")
 
 
 class Writes(IndexSQL):
@@ -132,19 +135,20 @@ class Writes(IndexSQL):
             return
         statement = self._q(
             "COPY {s}.chunks (chunk_id, source_id, ordinal, char_start, char_end, section, text, "
-            "content_hash, representation_id, identifiers, name_terms, embedding) FROM STDIN (FORMAT BINARY)"
+            "content_hash, representation_id, identifiers, name_terms, embedding, line_start, line_end) "
+            "FROM STDIN (FORMAT BINARY)"
         )
         with self.conn.cursor().copy(statement) as copy:
             copy.set_types(
                 ["text", "text", "int4", "int4", "int4", "text", "text", "text", "text",
-                 "text[]", "text[]", "vector"]
+                 "text[]", "text[]", "vector", "int4", "int4"]
             )
             for chunk in chunks:
                 copy.write_row(
                     (chunk.chunk_id, chunk.source_id, chunk.ordinal, chunk.char_start,
                      chunk.char_end, chunk.section, chunk.text, chunk.content_hash,
                      representation_id, chunk.identifiers, chunk.name_terms,
-                     np.asarray(chunk.embedding, dtype=np.float32))
+                     np.asarray(chunk.embedding, dtype=np.float32), chunk.line_start, chunk.line_end)
                 )
 
     def stored_chunk_rows(self, source_ids: Sequence[str]) -> list[ChunkRow]:
@@ -152,14 +156,34 @@ class Writes(IndexSQL):
         rows = self.conn.execute(
             self._q(
                 "SELECT chunk_id, source_id, ordinal, char_start, char_end, section, text, "
-                "content_hash, identifiers, name_terms, embedding FROM {s}.chunks "
+                "content_hash, identifiers, name_terms, embedding, line_start, line_end FROM {s}.chunks "
                 "WHERE source_id = ANY(%s) ORDER BY source_id, ordinal"
             ),
             (list(source_ids),),
         ).fetchall()
         return [ChunkRow(*r[:8], identifiers=list(r[8]), name_terms=list(r[9]),
-                         embedding=np.asarray(r[10].to_numpy(), dtype=np.float32))
+                         embedding=np.asarray(r[10].to_numpy(), dtype=np.float32),
+                         line_start=r[11], line_end=r[12])
                 for r in rows]
+
+    def stored_vectors(self, representation_id: str, content_hashes: Sequence[str]) -> dict[str, np.ndarray]:
+        """A stored vector for each of these chunk texts (by content hash) that the index already
+        holds under this representation: the same text under the same encoder gets the same
+        vector, so a re-chunked or re-versioned source need not encode it again."""
+        if not content_hashes:
+            return {}
+        rows = self.conn.execute(
+            self._q("SELECT DISTINCT ON (content_hash) content_hash, embedding FROM {s}.chunks "
+                    "WHERE representation_id = %s AND content_hash = ANY(%s)"),
+            (representation_id, list(set(content_hashes))),
+        ).fetchall()
+        return {r[0]: np.asarray(r[1].to_numpy(), dtype=np.float32) for r in rows}
+
+    def sources_without_lines(self) -> list[str]:
+        """Sources with chunks written before line ranges were kept (a refresh re-chunks them)."""
+        rows = self.conn.execute(
+            self._q("SELECT DISTINCT source_id FROM {s}.chunks WHERE line_start IS NULL")).fetchall()
+        return [r[0] for r in rows]
 
     def replace_chunks(
         self, source_id: str, representation_id: str, chunks: Sequence[ChunkRow]

@@ -26,7 +26,8 @@ def _passage(record: SourceRecord, start: int, end: int, chunk_id: str) -> Passa
         chunk_id=chunk_id, source_id=record.source_id, text=record.text[start:end], section=None,
         kind=record.kind,
         artifact_date=record.artifact_time.date().isoformat() if record.artifact_time else None,
-        char_start=start, char_end=end,
+        char_start=start, char_end=end, line_start=record.text.count("\n", 0, start) + 1,
+        line_end=record.text.count("\n", 0, max(start, end - 1)) + 1,
     )
 
 
