@@ -163,7 +163,9 @@ def assemble(
         current_tokens = tokens
 
     ordered = order_passages(admitted, config.order)
-    final_tokens = count_prompt_tokens(ordered) if ordered else current_tokens
+    # The same passages in the same order were counted when the last one was admitted.
+    unchanged = [p.chunk_id for p in ordered] == [p.chunk_id for p in admitted]
+    final_tokens = current_tokens if unchanged or not ordered else count_prompt_tokens(ordered)
     # Reordering can move a token boundary; never hand the reader more than the budget.
     while ordered and final_tokens > config.token_budget:
         weakest = max(ordered, key=lambda p: p.rank)
