@@ -217,7 +217,7 @@ def sync(
         store.ensure_representation(rep_id, chunker, embedder.identity.to_dict(), dimension)
 
         chunk_total = 0
-        last_said = time.perf_counter()
+        last_said, sources_done = time.perf_counter(), 0
         bar = tqdm(total=len(plan.reprocess) + len(plan.carry_over), desc="index", unit="src",
                    disable=not progress or not (plan.reprocess or plan.carry_over))
         for batch in _batches(plan.reprocess, config):
@@ -240,12 +240,13 @@ def sync(
             seconds["embed"] += t2 - t1
             seconds["write"] += time.perf_counter() - t2
             bar.update(len(batch))
+            sources_done += len(batch)
             if on_batch_written:
                 on_batch_written(chunk_total)
             quiet = on_progress is None or progress  # the bar shows it, or nobody listens
             if not quiet and time.perf_counter() - last_said >= PROGRESS_SECONDS:
                 last_said = time.perf_counter()
-                on_progress(f"indexed {bar.n} of {bar.total} sources, {chunk_total} chunks, "
+                on_progress(f"indexed {sources_done} of {len(plan.reprocess)} sources, {chunk_total} chunks, "
                             f"{last_said - started:.0f} s")
         chunk_total += _carry_over(store, embedder, rep_id, kept_rows, bar, seconds)
         bar.close()
