@@ -211,3 +211,12 @@ def test_the_answer_sample_covers_every_category_and_conversation():
     per_category = {k: sum(t.metadata["locomo_category"] == k for t in big) for k in range(1, 6)}
     assert per_category == dict.fromkeys(range(1, 6), 40)
     assert [t.id for t in stratified_sample(tasks, 200, seed=1)] == [t.id for t in big]
+
+
+def test_locomo_metric_reads_the_answer_without_status_and_citations():
+    from memory_lab.ladders.locomo_answers import prediction_text
+
+    assert prediction_text("Status: done. Bowls and a cup [sessions/session-05.md] [a.md, b.md]") == \
+        "Bowls and a cup"
+    assert prediction_text("She painted it [shares a photo: a sunset] [sessions/s.md]") == \
+        "She painted it [shares a photo: a sunset]"

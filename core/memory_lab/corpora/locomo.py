@@ -501,7 +501,7 @@ def import_locomo(zip_path: str | Path = DEFAULT_ZIP, out_dir: str | Path = DEFA
                            + "\n", encoding="utf-8")
     load_tasks(pooled_path)
     summary = {
-        "source": {**SOURCE, "zip": str(zip_path), "sha256": digest,
+        "source": {**SOURCE, "zip": Path(zip_path).name, "sha256": digest,
                    "sha256_matches_release": digest == ZIP_SHA256},
         "layout": {"history": "conv-NN/history/sessions/session-NN.md", "tasks": "conv-NN/tasks.json",
                    "dia_map": "conv-NN/dia_map.json", "pooled_tasks": "tasks.json"},
