@@ -45,6 +45,7 @@ STUDIES = {
     "grader-history": ("ladders.grader_history", "chapter 10: the probes under an older grader"),
     "pep-history": ("corpora.peps", "chapter 11: the PEPs with their past versions"),
     "named-recall": ("chapters.peps", "chapter 11: named-identifier recall of a run"),
+    "locomo": ("corpora.locomo", "chapter 12: LoCoMo imported, searched (retrieval) and read (answers)"),
     "answers": ("answers", "the answer caches: export a run's answers"),
     "readme": ("book.readme", "render the README's results sections from their artifacts"),
     "reproduction": ("book.reproduction", "clone, install and rebuild the book as a newcomer would"),
