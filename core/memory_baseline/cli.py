@@ -330,7 +330,8 @@ def cmd_mcp(args: argparse.Namespace) -> int:
 
 def _mcp_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--corpus", default=None,
-                        help="the indexed folder: read_source reads from it, refresh refreshes it")
+                        help="the indexed folder: read_source reads from it, refresh refreshes it "
+                             "(default: the folder the index was last refreshed from)")
     parser.add_argument("--transport", choices=["stdio", "streamable-http"], default="stdio")
     parser.add_argument("--host", default="127.0.0.1", help="HTTP only")
     parser.add_argument("--port", type=int, default=8765, help="HTTP only")

@@ -173,6 +173,15 @@ class MemoryTools:
             return self.memory.refresh(self.corpus, prune=prune).to_dict()
 
 
+def indexed_folder(memory: Memory) -> str | None:
+    """The folder the index was last refreshed from, when it still exists (the default corpus)."""
+    from .store import Store
+
+    store = Store(memory.connection, memory.config.index)
+    root = store.get_meta("corpus_root") if store.exists() else None
+    return root if isinstance(root, str) and Path(root).is_dir() else None
+
+
 def build_server(tools: MemoryTools):
     """The MCP server (the SDK's `MCPServer`) exposing `tools`."""
     from mcp.server.mcpserver import MCPServer
@@ -225,7 +234,7 @@ def serve(config: Config, corpus: str | None, *, transport: str = "stdio", host:
           port: int = 8765, database_url: str | None = None) -> None:
     """Run the server until the client goes away (stdio) or the process is stopped (HTTP)."""
     with Memory(config, database_url) as memory:
-        tools = MemoryTools(memory, corpus)
+        tools = MemoryTools(memory, corpus or indexed_folder(memory))
         tools.warm()
         server = build_server(tools)
         if transport == "stdio":
