@@ -15,8 +15,8 @@ is not enough. `redact` masks, in any text:
 
 The CLI passes everything it prints through it (`guarded_output`: stdout,
 stderr, log records), and its `--debug` traceback too (`install_excepthook`);
-run manifests are written through it (`memory_lab.runs.write_json`). So does
-libpq's `PQconninfo`, which masks passwords before showing a connection.
+run manifests are written through it (`memory_lab.runs.write_json`); libpq's
+`PQconninfo` likewise masks a password before it shows a connection.
 """
 
 from __future__ import annotations
