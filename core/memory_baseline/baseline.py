@@ -120,6 +120,7 @@ class Baseline:
         self.config = config
         self._retriever = retriever
         self._reader = reader
+        self._owns_retriever = retriever is None
 
     @property
     def retriever(self) -> Retriever:
@@ -136,7 +137,35 @@ class Baseline:
 
     def search(self, query: str, as_of: str | None = None, *,
                source: ContextSource | None = None) -> Search:
-        """Gather and admit passages for `query` without reading (default source: retrieval)."""
+        """Gather and admit passages for `query` without reading (default source: retrieval).
+
+        A connection lost since the last call (its server stopped or restarted) is opened
+        again, the embedded server started if need be, and the search run once more.
+        """
+        try:
+            return self._search(query, as_of, source)
+        except psycopg.OperationalError:
+            if source is not None or not self._owns_retriever:
+                raise
+            self._reconnect()
+            return self._search(query, as_of, None)
+
+    def _reconnect(self) -> None:
+        from .server import reopen
+
+        if self._retriever is not None:
+            self._retriever.close()
+            self._retriever = None
+        lost = self.conn.closed or self.conn.broken
+        if not lost and self.conn.autocommit:  # not yet used since its server went away?
+            try:
+                self.conn.execute("SELECT 1")
+            except psycopg.OperationalError:
+                lost = True
+        if lost:
+            self.conn = reopen(self.conn)
+
+    def _search(self, query: str, as_of: str | None, source: ContextSource | None) -> Search:
         source = source or Retrieved(self.retriever)
         started = time.perf_counter()
         gathered: Gathered = source.gather(query, self.config)

@@ -21,7 +21,7 @@ from typing import Any
 
 from .config import CHOICES, Config, ConfigError, validate_index_name
 from .jsonable import jsonable
-from .server import redact_url
+from .redaction import guarded_output, install_excepthook, redact
 
 # The styles an LLM reader accepts, from the config's registry: importing `reading` here
 # would load the retrieval stack (numpy, psycopg) before `--help` could print.
@@ -197,14 +197,18 @@ def cmd_server(args: argparse.Namespace) -> int:
     from . import server
 
     if args.action == "stop":
-        stopped = server.stop()
-        result = {"stopped": stopped}
+        done = server.shutdown()
+        result = {"stopped": done.stopped, "note": done.note}
     elif args.action == "start":
         server.database_url()
         result = server.status().__dict__
     else:
         result = server.status().__dict__
-    result["url"] = redact_url(result.get("url") or "")
+    if result.get("note") is None:
+        result.pop("note", None)  # only a pid file not trusted has something to say
+    else:
+        result["note"] = shown(result["note"])
+    result["url"] = redact(result.get("url") or "")
     if args.json:
         emit_json(result)
     else:
@@ -430,19 +434,24 @@ def _bad_input_errors() -> tuple[type[BaseException], ...]:
 def main(argv: Sequence[str] | None = None) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in arguments
-    try:
-        _refuse_lab_command(arguments)
-        args = build_parser().parse_args(arguments)
-        if not getattr(args, "handler", None):
-            raise UsageError("missing subcommand; see `memory-baseline --help`")
-        return args.handler(args)
-    except KeyboardInterrupt:
-        print("memory-baseline: interrupted", file=sys.stderr)
-        return 130
-    except Exception as exc:
-        if debug:
-            raise
-        return report_failure(exc)
+    if debug:  # the traceback the interpreter prints passes through the same redaction
+        install_excepthook()
+    # Everything printed passes through one redaction; results never drive the terminal.
+    with guarded_output(json_output="--json" in arguments):
+        try:
+            _refuse_lab_command(arguments)
+            args = build_parser().parse_args(arguments)
+            if not getattr(args, "handler", None):
+                raise UsageError("missing subcommand; see `memory-baseline --help`")
+            _check_query(args)
+            return args.handler(args)
+        except KeyboardInterrupt:
+            print("memory-baseline: interrupted", file=sys.stderr)
+            return 130
+        except Exception as exc:
+            if debug:
+                raise
+            return report_failure(exc)
 
 
 def report_failure(exc: BaseException, *, prog: str = "memory-baseline") -> int:
@@ -453,12 +462,25 @@ def report_failure(exc: BaseException, *, prog: str = "memory-baseline") -> int:
     return EXIT_BAD_INPUT
 
 
+def _check_query(args: argparse.Namespace) -> None:
+    """A query must be text: bytes that are not UTF-8 reach Python as lone surrogates."""
+    query = getattr(args, "query", None)
+    if isinstance(query, str):
+        try:
+            query.encode("utf-8")
+        except UnicodeEncodeError:
+            raise UsageError(f"the query is not valid UTF-8 text: {shown(query)}") from None
+
+
 def _one_line(exc: BaseException, bad_input: tuple[type[BaseException], ...],
               database_error: type[BaseException]) -> str:
     """The reason of a failure on one line, secrets redacted."""
-    text = str(exc).strip()
+    text = redact(str(exc)).strip()  # before cutting: a secret may span the first line
     first = text.splitlines()[0] if text else type(exc).__name__
-    if isinstance(exc, bad_input):
+    full = _no_space_left(exc)
+    if full is not None:
+        message = full
+    elif isinstance(exc, bad_input):
         message = first
     elif isinstance(exc, database_error):
         lost = getattr(exc, "sqlstate", None) in ("57P01", "57P02", "57P03") or (
@@ -467,7 +489,27 @@ def _one_line(exc: BaseException, bad_input: tuple[type[BaseException], ...],
         message = f"{what} ({type(exc).__name__}): {first}; the index keeps its last committed state"
     else:
         message = f"unexpected {type(exc).__name__}: {first} (run with --debug for the traceback)"
-    return redact_url(shown(message))
+    return shown(redact(message))
+
+
+def _no_space_left(exc: BaseException) -> str | None:
+    """The one line for a full disk, wherever in the chain of causes it was met."""
+    import errno
+
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        where = ""
+        if isinstance(current, OSError) and current.errno in (errno.ENOSPC, errno.EDQUOT):
+            where = f" (writing {current.filename})" if current.filename else ""
+        elif getattr(current, "sqlstate", None) == "53100":  # PostgreSQL's disk_full
+            where = " (PostgreSQL could not extend its files; the index keeps its last committed state)"
+        elif "No space left on device" not in str(current):
+            current = current.__cause__ or current.__context__
+            continue
+        return f"no space left on the device{where}: free some space and run the command again"
+    return None
 
 
 if __name__ == "__main__":

@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import importlib
+import io
 import json
 import logging
 import os
@@ -373,14 +374,29 @@ def _trace_or_load(torch: Any, model: Any, key: str, eager: Callable[[list[str]]
             return False
     except (RuntimeError, TypeError, ValueError, AttributeError):
         return False  # a model or torch build the tracer cannot handle: eager is still right
+    _keep_trace(torch, traced, path)
+    return traced
+
+
+def _keep_trace(torch: Any, traced: Any, path: Path) -> None:
+    """Keep the trace for the next process, if the disk lets us; never fatal.
+
+    Serialised in memory and written by Python: torch's own file writer aborts the
+    whole process (SIGABRT from C++) when the disk fills mid-write, where Python's
+    raises OSError (ENOSPC), and then the query path just stays untraced on disk.
+    """
+    staging = path.with_suffix(f".{os.getpid()}.tmp")
     try:
+        buffer = io.BytesIO()
+        torch.jit.save(traced, buffer)
         path.parent.mkdir(parents=True, exist_ok=True)
-        staging = path.with_suffix(f".{os.getpid()}.tmp")
-        torch.jit.save(traced, str(staging))
+        with open(staging, "wb") as handle:
+            handle.write(buffer.getbuffer())
         staging.replace(path)
     except (RuntimeError, OSError):
-        pass  # not kept (read-only home): traced again by the next process
-    return traced
+        # Not kept (a read-only or full disk): traced again by the next process.
+        with contextlib.suppress(OSError):
+            staging.unlink(missing_ok=True)
 
 
 # SHA-256 of upstream model.safetensors (Hugging Face LFS object ids): the packages

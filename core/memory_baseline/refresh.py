@@ -337,8 +337,13 @@ def _plan(
         else:
             report.skipped.append({"path": failure.source_id, "reason": failure.reason})
     kept_skips = []
+    read_now = {r.source_id for r in discovery.sources}
     for skip in report.skipped:
-        if skip["path"] in stored and skip["path"] not in failed:
+        # An undecodable name is skipped under its escaped spelling, which a real file may
+        # bear too (`bad\xff.md`): that spelling never stands for a stored source, and a
+        # source read this time is not failed by another file's skip.
+        if skip["path"] in stored and skip["path"] not in failed and skip["path"] not in read_now \
+                and skip["reason"] != "undecodable-name":
             failed[skip["path"]] = f"{skip['reason']} (last good content kept)"
             unusable.add(skip["path"])
         else:
@@ -395,6 +400,13 @@ def _still_present(discovery: Discovery, source_id: str) -> str | None:
         return "no longer reachable in the repository's history"
     if history is not None or len(source_id.encode("utf-8")) > MAX_SOURCE_ID_BYTES:
         return None
+    # A directory on the way replaced by a link (to an empty folder, say) hides its files
+    # from the walk without deleting them.
+    parts = source_id.split("/")
+    for depth in range(1, len(parts)):
+        directory = discovery.root.joinpath(*parts[:depth])
+        if directory.is_symlink():
+            return f"under {'/'.join(parts[:depth])}, which is now a link"
     try:
         mode = (discovery.root / source_id).lstat().st_mode
     except OSError:

@@ -25,6 +25,7 @@ from typing import Any
 import psycopg
 
 from memory_baseline.jsonable import jsonable
+from memory_baseline.redaction import redact
 from memory_baseline.store import server_description
 
 MANIFEST = "manifest.json"
@@ -121,10 +122,14 @@ def new_run_dir(runs_root: str | Path, prefix: str = "") -> Path:
 
 
 def write_json(path: Path, document: Any) -> None:
-    """Write `document` to `path` atomically (a reader sees the old or the new file)."""
+    """Write `document` to `path` atomically (a reader sees the old or the new file).
+
+    A configured credential (a `DATABASE_URL` password, say) is masked, as on every
+    output path (`memory_baseline.redaction`).
+    """
     temporary = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-    temporary.write_text(json.dumps(jsonable(document), indent=2, ensure_ascii=False) + "\n",
-                         encoding="utf-8")
+    text = json.dumps(jsonable(document), indent=2, ensure_ascii=False) + "\n"
+    temporary.write_text(redact(text, shapes=False), encoding="utf-8")
     temporary.replace(path)
 
 
