@@ -102,7 +102,10 @@ def every_command(tmp_path: Path, index: str) -> list[list[str]]:
         "report": ["report", str(tmp_path / "no-run")],
         "beir": ["beir", str(tmp_path / "no-beir")],
     }
-    chosen = [[*argv, "--index", index] for name, argv in argvs.items() if name in cli.COMMANDS]
+    from memory_lab import cli as lab_cli
+
+    chosen = [[*argv, "--index", index] for name, argv in argvs.items()
+              if name in cli.COMMANDS or name in lab_cli.COMMANDS]
     chosen += [["server", action] for action in ("status", "start", "stop")]
     assert {"init", "ingest", "refresh", "health", "search", "ask", "server"} <= set(cli.COMMANDS)
     return chosen
@@ -111,8 +114,10 @@ def every_command(tmp_path: Path, index: str) -> list[list[str]]:
 def run_as_the_process_would(argv: list[str], capsys) -> str:
     """Everything the user sees: stdout, stderr, and with --debug the traceback printed by
     the process's exception hook."""
+    from memory_lab import cli as lab_cli
+
     try:
-        cli.main(argv)
+        (lab_cli.main if argv[0] in lab_cli.COMMANDS else cli.main)(argv)
     except BaseException as exc:  # --debug lets it through; the interpreter would print it
         sys.excepthook(type(exc), exc, exc.__traceback__)
     captured = capsys.readouterr()

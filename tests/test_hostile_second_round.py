@@ -400,7 +400,7 @@ def test_no_space_left_is_one_line_and_exit_2(tmp_path):
     full.mkdir()
     script = f"mount -t tmpfs -o size=16k tmpfs '{full}' && exec \"$@\""
     done = subprocess.run(
-        ["unshare", "--mount", "sh", "-c", script, "sh", sys.executable, "-m", "memory_baseline",
+        ["unshare", "--mount", "sh", "-c", script, "sh", sys.executable, "-m", "memory_lab",
          "world", "generate", str(full / "world"), "--seed", "1", "--docs", "40"],
         capture_output=True, text=True, timeout=300, env={**os.environ, **PYTHON_ENV})
     assert done.returncode == 2, done.stderr[-2000:]

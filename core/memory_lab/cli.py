@@ -265,20 +265,25 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from memory_baseline.redaction import guarded_output, install_excepthook
+
     arguments = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in arguments
-    try:
-        args = build_parser().parse_args(arguments)
-        if not getattr(args, "handler", None):
-            raise UsageError("missing subcommand; see `memory-lab --help`")
-        return args.handler(args)
-    except KeyboardInterrupt:
-        print("memory-lab: interrupted", file=sys.stderr)
-        return 130
-    except Exception as exc:
-        if debug:
-            raise
-        return report_failure(exc, prog="memory-lab")
+    if debug:  # the traceback the interpreter prints passes through the library's redaction
+        install_excepthook()
+    with guarded_output(json_output="--json" in arguments):
+        try:
+            args = build_parser().parse_args(arguments)
+            if not getattr(args, "handler", None):
+                raise UsageError("missing subcommand; see `memory-lab --help`")
+            return args.handler(args)
+        except KeyboardInterrupt:
+            print("memory-lab: interrupted", file=sys.stderr)
+            return 130
+        except Exception as exc:
+            if debug:
+                raise
+            return report_failure(exc, prog="memory-lab")
 
 
 if __name__ == "__main__":
