@@ -15,14 +15,14 @@ from pathlib import Path
 
 # The modules whose text decides what a score is, in a fixed order.
 DECIDING_MODULES: tuple[str, ...] = (
-    "scoring.py", "matching.py", "citations.py", "metrics.py", "tasks.py", "outputs.py",
-    "harness.py", "sandbox_runner.py",
+    "scoring.py", "reading.py", "matching.py", "citations.py", "metrics.py", "tasks.py",
+    "outputs.py", "harness.py", "sandbox_runner.py",
 )
-GRADER_SERIES = "instrument-2"
+GRADER_SERIES = "instrument-3"
 
 
 def grader_version(package_dir: Path | None = None) -> str:
-    """``instrument-2+<first 12 hex of sha256 over the deciding modules' bytes>``."""
+    """``instrument-3+<first 12 hex of sha256 over the deciding modules' bytes>``."""
     root = package_dir or Path(__file__).resolve().parent
     digest = hashlib.sha256()
     for name in DECIDING_MODULES:

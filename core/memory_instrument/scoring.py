@@ -69,6 +69,7 @@ from .grader_version import GRADER_VERSION
 from .harness import HarnessResult, load_harness, run_harness
 from .metrics import StageMetrics, normalise_text, stage_metrics, word_overlap
 from .outputs import STAGES, Passage, SystemOutput
+from .reading import CheckResult, read_answer
 from .tasks import ArtifactCheck, Task
 
 ABSTENTION_PHRASES: tuple[str, ...] = tuple(p.pattern for p in matching.ABSTENTION_PATTERNS)
@@ -76,6 +77,7 @@ ABSTENTION_PHRASES: tuple[str, ...] = tuple(p.pattern for p in matching.ABSTENTI
 SUPPORT_REQUIRED_TYPES = frozenset({"provenance"})
 SUPPORT_THRESHOLD = 0.6
 MIN_QUOTE_WORDS = 3
+MIN_COPIED_WORDS = 6
 
 OUTCOMES: tuple[str, ...] = (
     "correct_answer",
@@ -122,15 +124,6 @@ class ClaimCheck:
     overlap: float | None
     reason: str
     judge_supported: bool | None = None
-
-
-@dataclass(frozen=True)
-class CheckResult:
-    """The result of one artifact check."""
-
-    check: dict[str, Any]
-    passed: bool
-    reason: str
 
 
 @dataclass(frozen=True)
@@ -195,6 +188,7 @@ def _jsonable(value: Any) -> Any:
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=\S)")
 _LIST_MARKER = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
+_LEADING_CITATION = re.compile(r"^\s*(?:\[[^\[\]\n]+\]\s*)+(?=\S)")
 _QUOTED = re.compile(r"\"([^\"]+)\"|“([^”]+)”")
 
 
@@ -213,12 +207,22 @@ def parse_citations(text: str) -> list[tuple[str, list[str]]]:
     its paragraph, back to the previous citation. Text inside fenced code blocks is work
     product, not claims, and is skipped.
     """
-    prose = grammar.FENCED_BLOCK.sub("\n", text)
+    prose = grammar.FENCED_BLOCK.sub("\n\n", text)
     claims: list[tuple[str, list[str]]] = []
+    first_of_paragraph = 0
     for line in prose.splitlines():
+        if not line.strip():  # a blank line ends the paragraph a citation can cover
+            first_of_paragraph = len(claims)
+            continue
         line = _LIST_MARKER.sub("", line)
-        first_of_line = len(claims)
         for segment in _SENTENCE_END.split(line.strip()):
+            leading = _LEADING_CITATION.match(segment)
+            if leading and claims and len(claims) > first_of_paragraph:
+                # "Claim. [id] Next claim.": the id belongs to the claim its full stop ended.
+                _, ids = _strip_citations(leading.group(0))
+                previous, previous_ids = claims[-1]
+                claims[-1] = (previous, list(dict.fromkeys(previous_ids + ids)))
+                segment = segment[leading.end():]
             claim, ids = _strip_citations(segment)
             claim = claim.strip()
             if not re.search(r"\w", claim):
@@ -229,7 +233,7 @@ def parse_citations(text: str) -> list[tuple[str, list[str]]]:
                     claims.append(("", list(dict.fromkeys(ids))))
                 continue
             claims.append((claim, list(dict.fromkeys(ids))))
-        _cover_uncited_run(claims, first_of_line)
+        _cover_uncited_run(claims, first_of_paragraph)
     return claims
 
 
@@ -286,6 +290,34 @@ def check_claim(
     return ClaimCheck(claim, cited, supported, "overlap", overlap, reason, judge_verdict)
 
 
+def copied_citations(
+    claims: Sequence[tuple[str, Sequence[str]]], passages: Sequence[Passage]
+) -> frozenset[str]:
+    """Cited ids all of whose claims are sentences copied out of the cited source.
+
+    Copying a sentence out of a document does not say the document is what was asked
+    for; copying its title does (a PEP's header, a report's heading), so a copied line
+    from the header block (before the first blank line) or a heading does not count.
+    """
+    verdicts: dict[str, list[bool]] = {}
+    for claim, ids in claims:
+        quote = normalise_text(claim)
+        for cited in ids:
+            texts = [p.text for p in _passages_for(cited, passages)]
+            copied = len(quote.split()) >= MIN_COPIED_WORDS and any(
+                quote in normalise_text(t) and quote not in normalise_text(_title_part(t))
+                for t in texts)
+            verdicts.setdefault(cited, []).append(copied)
+    return frozenset(cited for cited, flags in verdicts.items() if flags and all(flags))
+
+
+def _title_part(text: str) -> str:
+    """A source's header block (up to its first blank line) and its heading lines."""
+    header = text.lstrip().split("\n\n", 1)[0]
+    headings = [line for line in text.splitlines() if line.lstrip().startswith("#")]
+    return "\n".join([header, *headings])
+
+
 # --- answer checks and abstention -----------------------------------------------------
 
 
@@ -299,84 +331,17 @@ def detect_abstention(output: SystemOutput) -> str | None:
     return None
 
 
-@dataclass(frozen=True)
-class _AnswerReading:
-    status: str | None
-    text: str  # normalised answer without its status line
-    matched: int
-    unmatched: list[tuple[str, ...]]
-    hits: list[str]
-    typed: tuple[CheckResult, ...]
-
-    @property
-    def passes(self) -> bool:
-        return not self.unmatched and not self.hits and all(c.passed for c in self.typed)
-
-
-def _read_answer(task: Task, answer: str) -> _AnswerReading:
-    status, rest = matching.split_status(answer)
-    text = matching.normalise(rest)
-    unmatched = [
-        group for group in task.answer.must_include
-        if not any(matching.asserts(text, phrase) for phrase in group)
-    ]
-    hits = [phrase for phrase in task.answer.must_not_include if matching.asserts(text, phrase)]
-    return _AnswerReading(
-        status=status, text=text, matched=len(task.answer.must_include) - len(unmatched),
-        unmatched=unmatched, hits=hits, typed=_typed_checks(task, status, text),
-    )
-
-
-def _typed_checks(task: Task, status: str | None, text: str) -> tuple[CheckResult, ...]:
-    expect = task.answer.expect
-    results: list[CheckResult] = []
-    if expect.status and status is not None:
-        ok = status in expect.status
-        results.append(CheckResult({"expect": "status", "any_of": list(expect.status)}, ok,
-                                   f"status field is {status!r}"))
-    if expect.date:
-        ok = matching.states_date(text, expect.date)
-        results.append(CheckResult({"expect": "date", "any_of": list(expect.date)}, ok,
-                                   "date stated" if ok else "none of the dates is stated"))
-    if expect.number:
-        ok = matching.states_number(text, expect.number)
-        found = matching.stated_numbers(text)
-        results.append(CheckResult({"expect": "number", "any_of": list(expect.number)}, ok,
-                                   f"numbers stated: {found}"))
-    if expect.choice is not None:
-        chosen = matching.first_choice(text, expect.choice.options)
-        ok = chosen == expect.choice.answer
-        results.append(CheckResult({"expect": "choice", "answer": expect.choice.answer}, ok,
-                                   f"first asserted option: {chosen}"))
-    if expect.obligations is not None:
-        results.append(_obligation_check(expect.obligations, text))
-    return tuple(results)
-
-
-def _obligation_check(spec: Any, text: str) -> CheckResult:
-    items = [*spec.open, *spec.closed]
-    truth = ["open"] * len(spec.open) + ["done"] * len(spec.closed)
-    problems: list[str] = []
-    for group, true_state, (mentioned, stated) in zip(
-        items, truth, matching.obligation_states(text, items), strict=True
-    ):
-        read = stated if stated is not None else (spec.unmarked if mentioned else None)
-        required = spec.require == "all" or true_state == "open"
-        if required and read != true_state:
-            problems.append(f"{group[0]!r} is {true_state}, answer says "
-                            f"{read or ('nothing' if mentioned else 'not mentioned')}")
-        elif not required and mentioned and read == "open":
-            problems.append(f"{group[0]!r} is closed, answer lists it as open")
-    reason = "; ".join(problems) if problems else "every promise stated with its true state"
-    return CheckResult({"expect": "obligations"}, not problems, reason)
-
-
 def _outcome(
-    task: Task, signal: str | None, checks_pass: bool, evidence_admitted: bool
+    task: Task, signal: str | None, checks_pass: bool, evidence_admitted: bool,
+    guessed: bool = False,
 ) -> tuple[str, bool]:
     """The outcome label, and whether the output counts as an abstention."""
     if task.answer.abstain:
-        return ("correct_abstention", True) if signal else ("unsupported_answer", False)
+        # An abstention that goes on to guess ("I could not find it, but it was probably X")
+        # makes the claim it declined to make.
+        if signal and not guessed:
+            return "correct_abstention", True
+        return "unsupported_answer", False
     # A text-only signal on an answer that passes every check is a hedge, not an abstention.
     abstained = signal == "flag" or (signal == "text" and not checks_pass)
     if abstained:
@@ -389,10 +354,9 @@ def _outcome(
 
 
 def _is_decisive(task: Task, claim: str) -> bool:
-    """A claim that states something the task requires (a phrase or a typed value)."""
+    """A claim that states something the task requires (a phrase group or a typed value)."""
     text = matching.normalise(claim)
-    if any(matching.asserts(text, phrase) for group in task.answer.must_include
-           for phrase in group):
+    if read_answer(task, claim).matched:
         return True
     expect = task.answer.expect
     return bool(expect.number and matching.states_number(text, expect.number)) or bool(
@@ -575,13 +539,17 @@ def score_task(task: Task, output: SystemOutput, claim_judge: ClaimJudge | None 
     expected_admitted = tuple(s for s in expected if s in admitted)
     extraneous = tuple(s for s in admitted if s not in expected)
 
-    reading = _read_answer(task, output.answer)
+    claims = parse_citations(output.answer)
+    reading = read_answer(task, output.answer, copied_citations(claims, output.admitted_passages))
     checks_pass = reading.passes
 
     signal = detect_abstention(output)
-    outcome, abstained = _outcome(task, signal, checks_pass, bool(expected_admitted))
+    guessed = bool(task.answer.abstain and matching.guesses(reading.text))
+    outcome, abstained = _outcome(task, signal, checks_pass, bool(expected_admitted), guessed)
 
-    claims = parse_citations(output.answer)
+    if output.citations and not any(ids for _, ids in claims):
+        # A system that reports its citations beside the answer cites them for all of it.
+        claims = [(text, list(output.citations)) for text, _ in claims]
     cited = tuple(dict.fromkeys([*output.citations, *(i for _, ids in claims for i in ids)]))
     known_ids = {p.source_id for p in output.admitted_passages} | {
         p.chunk_id for p in output.admitted_passages
