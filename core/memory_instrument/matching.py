@@ -659,6 +659,32 @@ def _item_mentions(text: str, phrase: str) -> list[tuple[int, int]]:
     return found
 
 
+_LIST_ITEM = re.compile(r"^[ \t]*(?:[-*+•]|\d+[.)])[ \t]+(?:\[[ x]\][ \t]+)?(?P<item>\S.*)$",
+                        re.MULTILINE)
+
+
+def unknown_list_items(
+    text: str, items: Sequence[Sequence[str]], as_of: date | None = None
+) -> list[tuple[str, str | None]]:
+    """The list lines of `text` (bullets, numbers) that name none of `items`, each with the
+    state the line gives it ("open", "done" or None)."""
+    found: list[tuple[str, str | None]] = []
+    for m in _LIST_ITEM.finditer(text):
+        line = m.group("item")
+        if any(_item_mentions(line, phrase) for group in items for phrase in group):
+            continue
+        if not re.search(r"[a-z]{3}", grammar_free(line)):
+            continue  # a citation or a mark, not an item
+        kinds = {state for _, state in _state_words(line, 0, as_of)}
+        found.append((line.strip(), kinds.pop() if len(kinds) == 1 else None))
+    return found
+
+
+def grammar_free(line: str) -> str:
+    """`line` without bracketed ids and parenthesised asides."""
+    return re.sub(r"\[[^\]]*\]|\([^)]*\)", " ", line)
+
+
 def obligation_states(
     text: str, items: Sequence[Sequence[str]], as_of: date | None = None
 ) -> list[tuple[bool, str | None]]:

@@ -32,7 +32,9 @@ answer the way the task's author meant its expectations to be read:
 * A question asking which items there are is answered "none" by a bare "No.".
 * Choice, dates, numbers and obligations are typed checks (`expect`): the
   option the answer asserts as the state (`matching.chosen_option`), a stated
-  date or number, and the stated state of every promise on the as-of date.
+  date or number, and the stated state of every promise on the as-of date. A
+  task's promises are all the promises there are: a list line naming none of
+  them, stated (or, in a list of open items, left) open, invents one.
 """
 
 from __future__ import annotations
@@ -319,5 +321,10 @@ def obligation_check(spec: ObligationExpectation, text: str, task: Task) -> Chec
                             f"{read or ('nothing' if mentioned else 'not mentioned')}")
         elif not required and mentioned and read == "open":
             problems.append(f"{group[0]!r} is closed, answer lists it as open")
+    # The task's items are every promise there is; a listed item it does not know, stated
+    # (or, in a list of open items, left) open, is an invented one.
+    for line, state in matching.unknown_list_items(text, items, task.as_of):
+        if (state or spec.unmarked) == "open":
+            problems.append(f"lists an item the history does not hold as open: {line[:60]!r}")
     reason = "; ".join(problems) if problems else "every promise stated with its true state"
     return CheckResult({"expect": "obligations"}, not problems, reason)
