@@ -92,6 +92,8 @@ REPLACING_VERBS = frozenset({
 })
 CHANGE_TARGET = frozenset({"to", "onto", "into", "with", "by", "for", "in"})
 CHANGE_SCOPE = 4
+CHOICE_AGAINST = frozenset({("decided", "against"), ("voted", "against"), ("chose", "against")})
+_SCOPE_ENDS = frozenset({"and", "but", "so", "then", "while"})
 # "X was replaced by Y", "X got retired": the subject is left behind.
 LEFT_BEHIND = frozenset({
     "replaced", "superseded", "succeeded", "retired", "dropped", "abandoned", "phased",
@@ -291,7 +293,9 @@ def _forward_negated(tokens: Sequence[str]) -> bool:
     i = 0
     while i < len(tokens):
         tok, nxt = tokens[i], tokens[i + 1] if i + 1 < len(tokens) else ""
-        if since is not None and reach == CHANGE_SCOPE and (tok in CHANGE_TARGET or tok in _VERBAL):
+        if since is not None and reach == CHANGE_SCOPE and (
+            tok in CHANGE_TARGET or tok in _VERBAL or tok in _SCOPE_ENDS
+        ):
             since = None
         if tok in CHANGE_VERBS and nxt in CHANGE_PARTICLES:
             since, reach = i + 1, CHANGE_SCOPE
@@ -299,6 +303,9 @@ def _forward_negated(tokens: Sequence[str]) -> bool:
             continue
         if tok in REPLACING_VERBS and nxt != "by":
             since, reach = i, CHANGE_SCOPE
+        elif (tok, nxt) in CHOICE_AGAINST:  # "decided against X and kept Y": X only
+            since, reach = i + 1, CHANGE_SCOPE
+            i += 1
         elif _is_negator(tok, nxt):
             since, reach = i, NEGATION_WINDOW
             if (tok, nxt) in NEGATOR_PAIRS:
@@ -596,18 +603,21 @@ def chosen_option(
     does not leave it behind (rejected, replaced, only planned); when every asserted one
     is left behind, the first asserted.
     """
-    asserted: list[tuple[int, bool, str]] = []
+    asserted: list[tuple[int, bool, int, str]] = []
     for name, phrasings in options:
         for phrase in phrasings:
             for occurrence in asserted_occurrences(text, phrase, subject):
                 before = text[_clause_start(text, occurrence.start):occurrence.start]
                 after = text[occurrence.end:_clause_end(text, occurrence.end)]
                 left = bool(_LEFT_AFTER.search(after) or _LEFT_BEFORE.search(before))
-                asserted.append((occurrence.start, left, name))
+                asserted.append((occurrence.start, left, occurrence.start - occurrence.end,
+                                 name))
     if not asserted:
         return None
+    # At one position the longer phrasing is the one meant ("postgres-compatible X", not
+    # "postgres").
     current = sorted(a for a in asserted if not a[1])
-    return (current or sorted(asserted))[0][2]
+    return (current or sorted(asserted))[0][3]
 
 
 # --- obligation states -------------------------------------------------------------------
@@ -640,17 +650,22 @@ _ITEM_STOP = frozenset({
 })
 
 
-def _item_mentions(text: str, phrase: str) -> list[tuple[int, int]]:
+def _item_mentions(text: str, phrase: str, shared: frozenset[str] = frozenset()
+                   ) -> list[tuple[int, int]]:
     """Where `text` names an item: the phrase itself, or for a long promise ("add an alert on
     search engine errors in the fulfilment service") a run of three or more of its
     distinctive words, in order, at most two words apart ("the restore drill for the message
-    queue" names "schedule a restore drill for the fulfilment service message queue")."""
+    queue" names "schedule a restore drill for the fulfilment service message queue"), one
+    of them a word the other items (`shared`: the words they use) do not have."""
     found = [(o.start, o.end) for o in occurrences(text, phrase)]
     key = [w for w in words(normalise(phrase)) if w not in _ITEM_STOP]
     if found or len(key) < 4:
         return found
     for size in range(len(key), max(3, len(key) - 2) - 1, -1):
         for run in combinations(key, size):
+            if all(w in shared for w in run):
+                continue  # words every sibling item has too name none of them
+
             pattern = r"(?<![a-z0-9])" + r"(?:\W+(?:[a-z0-9']+\W+){0,2}?)".join(
                 _word_pattern(w) for w in run) + r"(?![a-z0-9])"
             found += [(m.start(), m.end()) for m in re.finditer(pattern, text)]
@@ -671,7 +686,8 @@ def unknown_list_items(
     found: list[tuple[str, str | None]] = []
     for m in _LIST_ITEM.finditer(text):
         line = m.group("item")
-        if any(_item_mentions(line, phrase) for group in items for phrase in group):
+        if any(_item_mentions(line, phrase, _sibling_words(items, i))
+               for i, group in enumerate(items) for phrase in group):
             continue
         if not re.search(r"[a-z]{3}", grammar_free(line)):
             continue  # a citation or a mark, not an item
@@ -685,15 +701,23 @@ def grammar_free(line: str) -> str:
     return re.sub(r"\[[^\]]*\]|\([^)]*\)", " ", line)
 
 
+def _sibling_words(items: Sequence[Sequence[str]], index: int) -> frozenset[str]:
+    return frozenset(w for i, group in enumerate(items) if i != index
+                     for phrase in group for w in words(normalise(phrase)))
+
+
 def obligation_states(
     text: str, items: Sequence[Sequence[str]], as_of: date | None = None
 ) -> list[tuple[bool, str | None]]:
     """For each item (a group of phrasings): (mentioned, stated state or None)."""
+    hedged = hedged_spans(text)
     mentions: list[list[tuple[int, int]]] = [[] for _ in items]
     for index, phrasings in enumerate(items):
+        shared = _sibling_words(items, index)
         for phrase in phrasings:
-            mentions[index] += _item_mentions(text, phrase)
-    hedged = hedged_spans(text)
+            # An item named only inside a hedge ("maybe A, maybe B") is not stated.
+            mentions[index] += [(a, b) for a, b in _item_mentions(text, phrase, shared)
+                                if not in_spans(a, hedged)]
     states: list[list[tuple[int, str]]] = [[] for _ in items]  # (position, state) per item
     position = 0
     bounds = [m.end() for m in _SENTENCE_BOUNDARY.finditer(text)] + [len(text)]
