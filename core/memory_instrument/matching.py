@@ -32,8 +32,10 @@ SQLite". The rules here, used by `scoring`:
   however, while, whereas, although); a dot or colon inside a token (``4.1%``,
   ``06:14``, ``adr-007.md``) is no boundary, and neither is the comma of a list
   ("not the replay procedure, the lag alert or the volume" negates all three).
-* Hedges. An answer that offers alternatives without choosing between them
-  asserts none of them: a sentence with "either ... or", "maybe X, maybe Y",
+* Hedges. An embedded question asserts nothing: "the notes don't say whether
+  the cache shipped" says neither that it shipped nor that it did not. An
+  answer that offers alternatives without choosing between them asserts none of
+  them: a sentence with "either ... or", "maybe X, maybe Y",
   "possibly ..., possibly", "probably X, or perhaps Y", or "X, unless ... could
   have been Y" is hedged, and an answer that says "it could be either", "hard
   to say" or "the notes don't settle it" is hedged throughout. A softener around
@@ -172,9 +174,15 @@ ABSTENTION_PATTERNS: tuple[re.Pattern[str], ...] = tuple(re.compile(p) for p in 
     r"\bnothing (?:in|about|on)\b[^.;]{0,60}\b(?:gives|says|mentions|records|covers|shows"
     r"|states|tells)\b",
     r"\bnothing in the (?:project )?(?:history|records|notes|sources|documents)\b",
-    r"\b(?:history|records|notes|sources|documents) (?:never|don't|do not|doesn't|does not)"
-    r" (?:mention|say|cover|record|include|contain|show|discuss)\b",
+    r"\b(?:history|records|notes|sources|documents|logs) (?:never|don't|do not|doesn't|does not)"
+    r" (?:mention|say|cover|record|include|contain|show|discuss)(?:s|ed)?\b",
     r"\bi (?:don't|do not) know\b",
+    r"\bthere(?:'s| is) nothing (?:about|on|in)\b",
+    r"\b(?:don't|do not|can't|cannot) see (?:any|anything)\b",
+    r"\bno sign of\b",
+    r"\b(?:history|records|notes|sources|documents|logs) (?:is|are) silent\b",
+    r"\bnever (?:comes|came) up\b",
+    r"\bnot (?:in|anywhere in) the (?:project )?(?:history|records|notes|sources)\b",
 ))
 # An answer that declares it cannot choose between alternatives: hedged throughout.
 _DECLARED_HEDGE = re.compile(
@@ -182,6 +190,11 @@ _DECLARED_HEDGE = re.compile(
     r"|\bhard to say\b|\bcan(?:not|'t| not) tell (?:which|whether)\b"
     r"|\b(?:don't|do not|doesn't|does not|didn't|did not) settle (?:it|which|whether|this)\b"
     r"|\bnot sure (?:which|whether)\b|\bunclear (?:which|whether)\b"
+)
+# "whether ..." (and "if ..." after a verb of saying or knowing) asks; it asserts nothing.
+_EMBEDDED_QUESTION = re.compile(
+    r"\bwhether\b|\b(?:say|says|said|tell|tells|know|knows|sure|clear|settle|settles|show"
+    r"|shows|mention|mentions|record|records|state|states) if\b"
 )
 _UNCERTAIN = frozenset({"maybe", "perhaps", "possibly", "probably", "likely", "might", "may",
                         "could", "unclear", "unsure", "ambiguous", "uncertain"})
@@ -310,6 +323,8 @@ def _forward_negated(tokens: Sequence[str]) -> bool:
             since, reach = i, NEGATION_WINDOW
             if (tok, nxt) in NEGATOR_PAIRS:
                 i += 1
+        elif since is not None and reach == NEGATION_WINDOW and tok in ("or", "nor"):
+            since = i  # "not A, B or C": the denial reaches each item of the list
         i += 1
     return since is not None and len(tokens) - since <= reach
 
@@ -372,11 +387,14 @@ def sentences(text: str) -> list[tuple[int, int]]:
 
 @lru_cache(maxsize=256)
 def hedged_spans(text: str) -> tuple[tuple[int, int], ...]:
-    """The spans of `text` that offer alternatives without choosing (see the module docstring)."""
+    """The spans of `text` that assert nothing: sentences offering alternatives without
+    choosing, and embedded questions ("the notes don't say whether the cache shipped")."""
     view = _masked(text)
     if _DECLARED_HEDGE.search(view):
         return ((0, len(text)),)
-    return tuple((s, e) for s, e in sentences(view) if _offers_alternatives(view[s:e]))
+    spans = [(s, e) for s, e in sentences(view) if _offers_alternatives(view[s:e])]
+    spans += [(m.start(), _clause_end(text, m.end())) for m in _EMBEDDED_QUESTION.finditer(view)]
+    return tuple(sorted(spans))
 
 
 def _offers_alternatives(sentence: str) -> bool:

@@ -23,7 +23,8 @@ answer the way the task's author meant its expectations to be read:
   checked, and a reply that matches answers the question: a group restating the
   question is satisfied by it ("Yes: ADR-009, dated 12 August" for "formally
   rejected"), and an answer that adds nothing the question does not already say
-  ("No, not formally.", "Yes, the keys have been added.") needs no other group.
+  ("No, not formally.", "Yes, the keys have been added.") needs no other group,
+  nor the date or number the question did not ask for (one it states is checked).
 * Evidence. The task's evidence quotes say what a paraphrase may say: an answer
   that restates a quote (most of what it says beyond the question, in one
   unhedged sentence, with its numbers and its polarity) satisfies the groups
@@ -70,9 +71,11 @@ _YES_NO_QUERY = re.compile(
 )
 _REPLY = re.compile(
     r"^\W*(?:(?P<yes>yes|yep|yeah|correct)\b|(?P<no>no|nope)(?=\s*(?:[,.;:!?\[(—–-]|$))"
-    r"|(?P<not>not (?:yet|formally|any ?more)|(?:it|they|that|there) (?:\w+n't|is not|was not"
+    r"|(?P<not>not (?:yet|formally)|(?:it|they|that|there) (?:\w+n't|is not|was not"
     r"|does not|did not|has not|had not)\b))"
 )
+_ASKS_VALUE = re.compile(r"\b(?:when|what date|which date|how many|how much|how long)\b",
+                         re.IGNORECASE)
 _CONTRACTION = re.compile(r"\b(?:can't|won't)|n't\b")
 _CONTRACTIONS = {"can't": "can not", "won't": "will not"}
 # Restating an evidence quote: this share of its content words, in one sentence.
@@ -130,9 +133,10 @@ def read_answer(task: Task, answer: str, copied: frozenset[str] = frozenset()) -
     if reply_check is not None:
         typed.append(reply_check)
     reply = reply_of(bare)
+    answers_as_asked = reply is not None and reply == expected and terse
     if unmatched and reply is not None and reply == expected:
         unmatched = [g for g in unmatched if not _restates_question(g, task, expected)]
-        if unmatched and _adds_nothing(bare, task):
+        if unmatched and terse:
             unmatched = []
     if unmatched and reply == "no" and _adds_nothing(bare, task):
         unmatched = [g for g in unmatched if not any(_is_none(p) for p in g)]
@@ -140,7 +144,10 @@ def read_answer(task: Task, answer: str, copied: frozenset[str] = frozenset()) -
     if unmatched and restated:
         unmatched = [g for g in unmatched if not any(_lemmas(p) & restated for p in g)]
     hits = [p for p in task.answer.must_not_include if matching.asserts(bare, p, subject)]
-    typed += _typed_checks(task, status, text, bare, subject)
+    # A bare reply to a question that does not ask when or how many states no date or number
+    # to check; one that states them must state them right.
+    typed += _typed_checks(task, status, text, bare, subject,
+                           values=not (answers_as_asked and not _ASKS_VALUE.search(task.query)))
     return AnswerReading(status=status, text=text, matched=len(groups) - len(unmatched),
                          unmatched=unmatched, hits=hits, typed=tuple(typed))
 
@@ -279,7 +286,7 @@ def _implied_fields(task: Task) -> set[str] | None:
 
 
 def _typed_checks(task: Task, status: str | None, text: str, bare: str,
-                  subject: frozenset[str]) -> list[CheckResult]:
+                  subject: frozenset[str], values: bool = True) -> list[CheckResult]:
     expect = task.answer.expect
     results: list[CheckResult] = []
     if status is not None:
@@ -288,11 +295,11 @@ def _typed_checks(task: Task, status: str | None, text: str, bare: str,
             ok = status in allowed
             results.append(CheckResult({"expect": "status", "any_of": sorted(allowed)}, ok,
                                        f"status field is {status!r}"))
-    if expect.date:
+    if expect.date and values:
         ok = matching.states_date(text, expect.date)
         results.append(CheckResult({"expect": "date", "any_of": list(expect.date)}, ok,
                                    "date stated" if ok else "none of the dates is stated"))
-    if expect.number:
+    if expect.number and values:
         ok = matching.states_number(text, expect.number)
         found = matching.stated_numbers(text)
         results.append(CheckResult({"expect": "number", "any_of": list(expect.number)}, ok,

@@ -7,21 +7,25 @@ and old and new scores are never silently mixed.
 
 Decisions this module makes (and documents here, once):
 
-* Reading the answer. Phrases are matched as whole words and with their
-  polarity (`memory_instrument.matching`): a required phrase in a negated
-  clause is no match unless the phrase itself is the negative, and a forbidden
-  phrase in a negated clause is no hit. A leading structured status line
-  (``Status: rejected.``) is a field: it is split off before phrases are
-  matched and checked against the task's `expect.status` when the task has one.
+* Reading the answer: what it commits to, not which words it uses
+  (`memory_instrument.reading` against the task, `memory_instrument.matching`
+  for the language). Phrases are matched as words with their polarity, under
+  hedges (an answer that offers alternatives asserts none of them), with the
+  scope of negation readers use ("Not X any more: Y", "X isn't live yet",
+  "moved off X to Y", lists); a leading structured status line
+  (``Status: rejected.``) is a field, checked as a claim; a yes/no question is
+  answered by its reply.
 * Typed expectations (`answer.expect`, task-file version 2) hold beside the
-  phrase groups: a date or number the answer must state, the first of several
-  alternatives it asserts (`choice`), and the stated state of every promise
+  phrase groups: a date or number the answer must state, the option it asserts
+  as the state (`choice`), and the stated state of every promise
   (`obligations`: required items with their true state, closed items never
-  stated as open).
+  stated as open, no invented ones).
 * Abstention. The system's `abstained` flag is primary. An answer whose text
   says it cannot answer (`matching.ABSTENTION_PATTERNS`) also counts as an
   abstention, unless it passes every answer check of an answerable task; then
-  the reader has answered and merely hedged a part of it.
+  the reader has answered and merely hedged a part of it. On a task that must be
+  abstained from, an abstention that goes on to guess ("I could not find it,
+  but it was probably X") has made the claim it declined: `unsupported_answer`.
 * Outcome labels (exactly one per score, see OUTCOMES). An answerable task's
   abstention is a `false_abstention` when at least one expected source reached
   the reader, and a `missed_evidence_abstention` when none did: the first is a
@@ -30,7 +34,9 @@ Decisions this module makes (and documents here, once):
   abstention.
 * Citations follow the one grammar of the output contract
   (`memory_instrument.citations`). An id matches an admitted passage by source
-  id or chunk id (a ``path@commit`` id by its path). The instrument counts the
+  id or chunk id (a ``path@commit`` id by its path). A system that reports its
+  citations beside an answer without inline ones (`SystemOutput.citations`)
+  cites them for the whole answer. The instrument counts the
   cited ids that were not admitted itself (`unknown_citations`) and keeps what
   the system reported about its own (`reported_unknown_citations`, e.g. ids a
   reader removed from its text), with `unknown_citations_agree` saying whether
@@ -38,7 +44,8 @@ Decisions this module makes (and documents here, once):
 * Claim support. The answer outside fenced code is split into sentences (and
   lines); citations attach to the sentence they end, or to the previous one
   when they stand alone, and cover the uncited sentences before it in the same
-  paragraph. A cited claim is supported when a cited, admitted
+  paragraph (a citation opening a sentence belongs to the one before it, whose
+  full stop it follows). A cited claim is supported when a cited, admitted
   passage contains a quoted span of the claim (at least MIN_QUOTE_WORDS words,
   case and whitespace ignored), or else when at least SUPPORT_THRESHOLD of the
   claim's content words occur in the cited passages. This lexical check
