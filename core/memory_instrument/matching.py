@@ -111,6 +111,7 @@ STATE_PREDICATES = frozenset({
     "built", "created", "set", "wired", "supported", "the", "a", "an", "our", "its",
     "their",
 })
+# Auxiliaries, and the adverbs that sit among them ("was still not", "had not yet been").
 AUXILIARIES = frozenset({
     "is", "was", "were", "are", "be", "been", "being", "has", "have", "had", "did", "does",
     "do", "will", "would", "should", "could", "can", "may", "might", "'s", "got", "get",
@@ -187,9 +188,9 @@ ABSTENTION_PATTERNS: tuple[re.Pattern[str], ...] = tuple(re.compile(p) for p in 
 # An answer that declares it cannot choose between alternatives: hedged throughout.
 _DECLARED_HEDGE = re.compile(
     r"\bcould (?:be|go) either\b|\beither (?:is|one is|could be) possible\b|\bboth are possible\b"
-    r"|\bhard to say\b|\bcan(?:not|'t| not) tell (?:which|whether)\b"
-    r"|\b(?:don't|do not|doesn't|does not|didn't|did not) settle (?:it|which|whether|this)\b"
-    r"|\bnot sure (?:which|whether)\b|\bunclear (?:which|whether)\b"
+    r"|\bhard to say\b|\bcan(?:not|'t| not) tell which\b"
+    r"|\b(?:don't|do not|doesn't|does not|didn't|did not) settle (?:it|which|this)\b"
+    r"|\bnot sure which\b|\bunclear which\b"
 )
 # "whether ..." (and "if ..." after a verb of saying or knowing) asks; it asserts nothing.
 _EMBEDDED_QUESTION = re.compile(

@@ -133,12 +133,12 @@ def read_answer(task: Task, answer: str, copied: frozenset[str] = frozenset()) -
     if reply_check is not None:
         typed.append(reply_check)
     reply = reply_of(bare)
-    answers_as_asked = reply is not None and reply == expected and terse
-    if unmatched and reply is not None and reply == expected:
-        unmatched = [g for g in unmatched if not _restates_question(g, task, expected)]
-        if unmatched and terse:
+    agrees = reply is not None and reply == expected
+    if unmatched and agrees:
+        unmatched = [g for g in unmatched if not _restates_question(g, task, reply)]
+        if terse:
             unmatched = []
-    if unmatched and reply == "no" and _adds_nothing(bare, task):
+    if unmatched and reply == "no" and terse:  # "No." to "which ... are open?" is "none"
         unmatched = [g for g in unmatched if not any(_is_none(p) for p in g)]
     restated = _restated_evidence(task, text)
     if unmatched and restated:
@@ -147,7 +147,7 @@ def read_answer(task: Task, answer: str, copied: frozenset[str] = frozenset()) -
     # A bare reply to a question that does not ask when or how many states no date or number
     # to check; one that states them must state them right.
     typed += _typed_checks(task, status, text, bare, subject,
-                           values=not (answers_as_asked and not _ASKS_VALUE.search(task.query)))
+                           values=not (agrees and terse and not _ASKS_VALUE.search(task.query)))
     return AnswerReading(status=status, text=text, matched=len(groups) - len(unmatched),
                          unmatched=unmatched, hits=hits, typed=tuple(typed))
 

@@ -90,6 +90,15 @@ def grader_tuning(repo: Path, mirror: Path = PEP_MIRROR) -> dict[str, Any]:
     }
 
 
+def summary(document: dict[str, Any], path: str) -> dict[str, Any]:
+    """The overall and per-family figures of a grader-tuning document, for comparison."""
+    return {"file": path, "grader_version": document["grader_version"],
+            **{name: {"overall": document[name]["overall"],
+                      **({"by_source": document[name]["by_source"]}
+                         if "by_source" in document[name] else {})}
+               for name in ("tuning", "probes", "heldout")}}
+
+
 def summary_line(name: str, table: dict[str, Any]) -> str:
     def pct(key: str) -> str:
         value, ci = table[key], table.get(f"{key}_ci")
@@ -104,9 +113,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default="benchmarks/results/grader-tuning.json")
     parser.add_argument("--mirror", default=str(PEP_MIRROR),
                         help="a git mirror of python/peps, for the dated PEP versions")
+    parser.add_argument("--before", default="benchmarks/results/grader-tuning-before.json",
+                        help="an earlier grader's document, whose summary is kept beside")
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
     repo = project_root()
     document = grader_tuning(repo, Path(args.mirror))
+    before = repo / args.before
+    if before.is_file() and before != repo / args.out:
+        document["before"] = summary(json.loads(before.read_text(encoding="utf-8")),
+                                     args.before)
     out = Path(args.out) if Path(args.out).is_absolute() else repo / args.out
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(document, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
