@@ -244,15 +244,20 @@ def test_a_citation_covers_its_paragraph_and_the_sentence_its_full_stop_ended() 
     assert _passes("provenance-why-sqlite-first", listed)
 
 
-def test_a_copied_sentence_does_not_name_its_document_but_its_title_does() -> None:
-    body = ("Under eight concurrent writers, 4.1% of appends failed with `sqlite3.OperationalError: "
-            "database is locked` after waiting out the 5-second busy timeout. "
-            "[reports/sqlite-contention-2024-07.md]")
-    title = "# SQLite write contention under importer backfill [reports/sqlite-contention-2024-07.md]"
-    assert not _passes("locate-contention-report", body)
-    assert _passes("locate-contention-report", title)
-    assert _passes("locate-contention-report", "The measurements are in the contention report "
-                   "[reports/sqlite-contention-2024-07.md].")
+def test_a_quote_dump_names_no_document_unless_it_quotes_a_title_or_record_line() -> None:
+    report = "[reports/sqlite-contention-2024-07.md]"
+    dump = (f"Under eight concurrent writers, 4.1% of appends failed with `sqlite3.OperationalError: "
+            f"database is locked` after waiting out the 5-second busy timeout. {report} "
+            f"WAL mode does not help here: it lets readers proceed during a write, but there is "
+            f"still exactly one writer at a time. "
+            f"{report}")
+    assert not _passes("locate-contention-report", dump)
+    titled = f"# SQLite write contention under importer backfill {report} {dump}"
+    assert _passes("locate-contention-report", titled)
+    # One copied sentence with its source is an answer, not a dump; so is the reader's own prose.
+    assert _passes("locate-contention-report", dump.split(report)[0] + report)
+    assert _passes("locate-contention-report", f"The measurements are in the contention report "
+                   f"{report}.")
 
 
 # --- obligations ------------------------------------------------------------------------------

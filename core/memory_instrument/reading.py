@@ -6,11 +6,12 @@ answer the way the task's author meant its expectations to be read:
 * Phrase groups. A group holds when the answer asserts one of its phrasings, or
   when the structured status line states it and the text adds nothing of its own
   ("Status: rejected. No" satisfies a group asking for "rejected"; "Status:
-  rejected. Redis now caches the read models" does not). A citation names its source as the answer (a
-  locate question's "[sessions/session-036.md]") unless all the answer says with
-  it is sentences copied out of that source other than its title: a quote is
-  evidence, not a statement that its document is what was asked for. A
-  forbidden phrase counts only where the answer asserts it, outside citations.
+  rejected. Redis now caches the read models" does not). A citation names its
+  source as the answer (a locate question's "[sessions/session-036.md]"), unless
+  the answer is a quote dump (`scoring.copied_citations`): sentences copied out of
+  their sources, none a title or record line, say nothing about which document
+  answers. A forbidden phrase counts only where the answer asserts it, outside
+  citations.
 * The status line is a claim. Checked against `expect.status` when the task has
   one; otherwise, when a required group asks for a state ("Final", "withdrawn",
   "Provisional"), the field must be one that can name that state
@@ -58,8 +59,9 @@ STATE_FIELDS: dict[str, frozenset[str]] = {
         (("draft", "proposed", "proposal", "undecided", "not decided", "no decision",
           "nothing was decided", "pending", "deferred"), ("proposed", "open")),
         (("open", "outstanding", "still open", "not yet"), ("open", "proposed")),
+        # A decision to reject is a decision: "Status: decided" names it, vaguely but truly.
         (("rejected", "reject", "rejecting", "declined", "not adopted", "turned down"),
-         ("rejected",)),
+         ("rejected", "decided")),
         (("withdrawn", "superseded", "replaced", "no longer in force"), ("superseded",)),
         (("done", "closed", "completed", "merged", "delivered", "shipped", "destroyed",
           "decommissioned", "implemented"), ("done", "decided")),
@@ -116,8 +118,8 @@ def prose(text: str) -> str:
 
 
 def read_answer(task: Task, answer: str, copied: frozenset[str] = frozenset()) -> AnswerReading:
-    """Read `answer` against `task`. `copied` are cited ids that only source sentences the
-    answer copied out of them (`scoring.copied_citations`): they name no answer."""
+    """Read `answer` against `task`. `copied` are the cited ids of a quote dump
+    (`scoring.copied_citations`): they name no answer."""
     status, rest = matching.split_status(answer)
     text, bare = matching.normalise(rest), prose(rest)
     named = matching.normalise(_without_citations_of(rest, copied)) if copied else text

@@ -300,22 +300,34 @@ def check_claim(
 def copied_citations(
     claims: Sequence[tuple[str, Sequence[str]]], passages: Sequence[Passage]
 ) -> frozenset[str]:
-    """Cited ids all of whose claims are sentences copied out of the cited source.
+    """The cited ids of a quote dump, which name no document as the answer.
 
-    Copying a sentence out of a document does not say the document is what was asked
-    for; copying its title does (a PEP's header, a report's heading), so a copied line
-    from the header block (before the first blank line) or a heading does not count.
+    A quote dump is an answer of two or more claims, every one a sentence copied out of
+    the source it cites and none of them that source's title, a heading or a record line
+    ("Agreed: ...", "Status: Rejected", "PEP: 8 Title: ..."): the reader has copied
+    evidence without saying which document answers. Any other answer's citations name
+    their sources (a locate question's "[sessions/session-036.md]").
     """
-    verdicts: dict[str, list[bool]] = {}
-    for claim, ids in claims:
-        quote = normalise_text(claim)
-        for cited in ids:
-            texts = [p.text for p in _passages_for(cited, passages)]
-            copied = len(quote.split()) >= MIN_COPIED_WORDS and any(
-                quote in normalise_text(t) and quote not in normalise_text(_title_part(t))
-                for t in texts)
-            verdicts.setdefault(cited, []).append(copied)
-    return frozenset(cited for cited, flags in verdicts.items() if flags and all(flags))
+    cited = [(claim, ids) for claim, ids in claims if claim.strip() and ids]
+    if len(cited) < 2 or len(cited) < len([c for c, _ in claims if c.strip()]):
+        return frozenset()
+    for claim, ids in cited:
+        quote = _flat(claim)
+        if len(quote.split()) < MIN_COPIED_WORDS or _RECORD_LINE.match(claim.strip()):
+            return frozenset()
+        texts = [p.text for cid in ids for p in _passages_for(cid, passages)]
+        if not any(quote in _flat(t) and quote not in _flat(_title_part(t)) for t in texts):
+            return frozenset()
+    return frozenset(cid for _, ids in cited for cid in ids)
+
+
+# A line that labels what a record holds: a heading, or "Label: ..." ("Agreed:", "Status:").
+_RECORD_LINE = re.compile(r"^(?:#+\s|\w[\w.#/-]*(?: [\w.#/-]+){0,2}:\s)")
+
+
+def _flat(text: str) -> str:
+    """Casefolded, single-spaced, no space before punctuation (as claims are cut)."""
+    return re.sub(r"\s+([.,;:!?])", r"\1", normalise_text(text))
 
 
 def _title_part(text: str) -> str:
