@@ -17,8 +17,7 @@ import psycopg
 from memory_baseline.chunking import chunk_text
 from memory_baseline.config import Config, RetrievalConfig
 from memory_baseline.ingest import discover
-from memory_baseline.retrieval import query_terms
-from memory_baseline.store import Hit, Store
+from memory_baseline.store import Hit, Store, query_terms
 
 TOPICS = [
     "the event store moved from SQLite to PostgreSQL after write contention",

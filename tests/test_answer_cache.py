@@ -51,8 +51,8 @@ def test_environment_names_the_read_first_layers(tmp_path, monkeypatch):
 def test_a_committed_answer_is_served_without_loading_the_model(tmp_path):
     """Answer once (smollm2), export, then in a fresh process read it from the exported layer only."""
     from memory_baseline.config import ReaderConfig
-    from memory_baseline.context import Passage
-    from memory_baseline.readers import get_reader
+    from memory_baseline.passages import Passage
+    from memory_baseline.reading import get_reader
 
     passage = Passage("adr/adr-007.md#0", "adr/adr-007.md", "We use PostgreSQL for the event store.",
                       None, "adr", "2024-07-15", 1)
@@ -65,8 +65,8 @@ def test_a_committed_answer_is_served_without_loading_the_model(tmp_path):
 import sys
 from memory_baseline.answer_cache import AnswerCache
 from memory_baseline.config import ReaderConfig
-from memory_baseline.context import Passage
-from memory_baseline.readers import get_reader
+from memory_baseline.passages import Passage
+from memory_baseline.reading import get_reader
 from memory_baseline import models
 passage = Passage("adr/adr-007.md#0", "adr/adr-007.md", "We use PostgreSQL for the event store.",
                   None, "adr", "2024-07-15", 1)
@@ -84,8 +84,8 @@ def test_cache_only_serves_what_is_cached_and_refuses_the_rest_without_loading_a
     probe = f"""
 from memory_baseline.answer_cache import AnswerCache, CacheOnlyError, usage
 from memory_baseline.config import ReaderConfig
-from memory_baseline.context import Passage
-from memory_baseline.readers import get_reader
+from memory_baseline.passages import Passage
+from memory_baseline.reading import get_reader
 from memory_baseline import models
 passage = Passage("adr/adr-007.md#0", "adr/adr-007.md", "We use PostgreSQL for the event store.",
                   None, "adr", "2024-07-15", 1)

@@ -110,7 +110,7 @@ def test_ingest_benchmark_embeds_exactly_the_chunks_sync_writes(conn, tmp_path):
 
 
 def test_scifact_wrapper_runs_on_a_tiny_beir_folder(conn, database_url, tmp_path):
-    from memory_lab import beir
+    from memory_lab.corpora import beir
 
     name = f"tinybeir_{uuid.uuid4().hex[:6]}"
     root = tmp_path / name

@@ -20,15 +20,14 @@ import numpy as np
 import pytest
 from conftest import FIXTURE_HISTORY, FIXTURE_TASKS
 
-from memory_baseline import bm25
 from memory_baseline.chunking import chunk_text
 from memory_baseline.config import Config
 from memory_baseline.health import check_health
 from memory_baseline.ingest import discover
 from memory_baseline.refresh import chunk_row
-from memory_baseline.retrieval import query_terms
 from memory_baseline.server import connect
-from memory_baseline.store import Store
+from memory_baseline.store import Store, bm25, query_terms
+from memory_baseline.store.bm25 import postings as posting_arrays
 
 REPRESENTATION = "bm25-test"
 DIMENSION = 8
@@ -56,10 +55,10 @@ def write_sources(store: Store, records, suffix: str = "") -> None:
 def segment_cache(request, monkeypatch):
     """The process's segment cache as shipped, or one that keeps every segment: the fixture's
     segments are small, so the second exercises the version check on every fetch."""
-    cache = bm25.SegmentCache(max_bytes=bm25.SEGMENT_CACHE.max_bytes,
+    cache = bm25.SegmentCache(max_bytes=posting_arrays.SEGMENT_CACHE.max_bytes,
                               min_postings=1 if request.param == "every segment cached"
-                              else bm25.SEGMENT_CACHE.min_postings)
-    monkeypatch.setattr(bm25, "SEGMENT_CACHE", cache)
+                              else posting_arrays.SEGMENT_CACHE.min_postings)
+    monkeypatch.setattr(posting_arrays, "SEGMENT_CACHE", cache)
     return cache
 
 
@@ -186,13 +185,13 @@ def test_health_fails_when_an_array_disagrees_with_the_statistics(store, conn):
 
 COMPACTOR = textwrap.dedent("""
     import os, signal, sys
-    from memory_baseline import bm25
     from memory_baseline.server import connect
     from memory_baseline.store import Store
+    from memory_baseline.store.bm25 import segments
 
     index, mode, at = sys.argv[1], sys.argv[2], int(sys.argv[3])
     calls = [0]
-    merge = bm25.merge_segments
+    merge = segments.merge_segments
 
     def die():
         os.kill(os.getpid(), signal.SIGKILL)
@@ -203,7 +202,7 @@ COMPACTOR = textwrap.dedent("""
             die()
         return merge(*args, **kwargs)
 
-    bm25.merge_segments = counted
+    segments.merge_segments = counted
     with connect(sys.argv[4]) as conn:
         Store(conn, index).compact_bm25(
             terms_per_transaction=7,
@@ -255,8 +254,6 @@ def test_a_version_1_index_is_refused_by_readers_and_upgraded_by_writers(store, 
 
 def test_maxscore_pruning_returns_the_exhaustive_top_k():
     """Posting arrays where pruning must engage (rare terms, then very common ones), tombstones too."""
-    from memory_baseline import bm25
-
     rng = np.random.default_rng(7)
     n = 200_000
     lengths = rng.integers(5, 400, size=n)

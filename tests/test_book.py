@@ -14,8 +14,10 @@ import nbformat
 import pytest
 import yaml
 
-from memory_baseline.context import ContextTrace, Passage
-from memory_baseline.retrieval import Candidate, PassageText, RetrievalResult, Stage
+from memory_baseline.context import ContextTrace
+from memory_baseline.hashing import file_digest
+from memory_baseline.passages import Passage
+from memory_baseline.retrieval import Candidate, RetrievalResult, Stage
 from memory_instrument import AnswerSpec, EvidenceSpan, Task
 from memory_lab import runs
 from memory_lab.book import build as book
@@ -71,7 +73,7 @@ def test_the_build_executes_the_chapter_file_itself(tmp_path):
     converted = book.convert_chapter(source, tmp_path / "01.ipynb", REPO)
     notebook = nbformat.read(converted, as_version=4)
     assert notebook.metadata.memory_lab == {"source": "notebooks/01_ingest.md",
-                                            "sha256": book.source_digest(source)}
+                                            "sha256": file_digest(source)}
     assert [c.source for c in notebook.cells] == [c.source for c in jupytext.read(source).cells]
     assert [c.id for c in notebook.cells][:3] == ["01-00", "01-01", "01-02"]
     assert "jupytext" not in notebook.metadata
@@ -187,7 +189,7 @@ def test_chapter_one_executes_with_smoke_parameters(tmp_path, index_name):
     book.execute_notebook(source, output, parameters, progress=False, repo=REPO)
 
     executed = nbformat.read(output, as_version=4)
-    assert executed.metadata.memory_lab["sha256"] == book.source_digest(NOTEBOOKS[0])
+    assert executed.metadata.memory_lab["sha256"] == file_digest(NOTEBOOKS[0])
     assert all("hide-input" in _tags(c) for c in executed.cells if c.cell_type == "code")
     outputs = [o for c in executed.cells if c.cell_type == "code" for o in c.outputs]
     assert not [o for o in outputs if o.output_type == "error"]
@@ -243,7 +245,7 @@ def _trace(fused_sources: list[str], admitted: list[str], not_considered: list[s
         return Stage(name, tuple(Candidate(f"{s}#0", s, 1.0, i) for i, s in enumerate(sources, 1)), 0.0,
                      detail)
 
-    passages = {f"{s}#0": PassageText(f"{s}#0", s, "text", None, "markdown", None, 0, 4)
+    passages = {f"{s}#0": Passage(f"{s}#0", s, "text", None, "markdown", None, char_start=0, char_end=4)
                 for s in fused_sources}
     stages = (stage("lexical", lexical), stage("dense", []), stage("fused", fused_sources),
               stage("reranked", fused_sources, pass_through=True))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from memory_baseline.compression import compress, sentences
-from memory_baseline.context import Passage
+from memory_baseline.passages import Passage
 
 TEXT = ("# ADR 7: event store\n\nDate: 2024-07-10\n\nWe compared three stores for the event log. "
         "The team met twice in June. Lunch was provided both times. "

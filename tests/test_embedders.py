@@ -12,6 +12,7 @@ from memory_baseline.embedders import (
     EMBEDDERS,
     EmbedderError,
     EmbedderIdentity,
+    _loaded,
     get_embedder,
 )
 
@@ -151,7 +152,7 @@ def test_traced_query_path_reproduces_the_eager_model(tmp_path, monkeypatch):
     monkeypatch.setenv("MEMORY_BASELINE_HOME", str(tmp_path))
 
     def fresh():  # get_embedder keeps one instance per process; each of these loads anew
-        return get_embedder.__wrapped__(EmbedderConfig(name="minilm"))
+        return _loaded.__wrapped__(EmbedderConfig(name="minilm"))
 
     embedder = fresh()
     eager = embedder.embed_documents(QUERY_PROBES)

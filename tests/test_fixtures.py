@@ -55,7 +55,7 @@ def test_task_file_sits_outside_the_corpus() -> None:
 
 
 def test_tasks_cover_all_types_and_both_splits(tasks: TaskSet) -> None:
-    assert 30 <= len(tasks) <= 60  # 41 questions and, since issue 18, nine downstream tasks in all
+    assert 30 <= len(tasks) <= 60  # 41 questions and nine downstream tasks in all
     assert set(Counter(task.question_type for task in tasks)) == set(QUESTION_TYPES)
     splits = Counter(task.metadata.get("split") for task in tasks)
     assert set(splits) == {"dev", "test"}

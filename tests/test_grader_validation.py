@@ -1,4 +1,4 @@
-"""The grader earns its labels: validation thresholds, the issue's four answers, one grammar.
+"""The grader earns its labels: validation thresholds, four answers that once fooled it, one grammar.
 
 The probes and the held-out cases are labelled by reading the ledger and the history
 (`fixtures/grader/`); these tests keep the grader from drifting away from those labels.
@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from memory_baseline import readers
-from memory_baseline.context import Passage as ReaderPassage
+from memory_baseline.passages import Passage as ReaderPassage
+from memory_baseline.reading import citations as reader_citations
 from memory_instrument import citations
 from memory_instrument.grader_version import GRADER_VERSION, grader_version
 from memory_instrument.judges import (
@@ -225,8 +225,8 @@ GRAMMAR_CASES = [
 
 @pytest.mark.parametrize(("text", "ids"), GRAMMAR_CASES)
 def test_reader_and_instrument_read_one_citation_grammar(text, ids) -> None:
-    assert readers.citation_grammar is citations  # the library imports the contract module
-    reader_ids = list(readers.check_citations(text, [], enforce=False).unknown)
+    assert reader_citations.citation_grammar is citations  # the library imports the contract module
+    reader_ids = list(reader_citations.check_citations(text, [], enforce=False).unknown)
     instrument_ids = list(dict.fromkeys(i for _, group in parse_citations(text) for i in group))
     assert reader_ids == instrument_ids == ids
 
@@ -235,7 +235,7 @@ def test_enforcement_removes_exactly_what_the_instrument_would_count() -> None:
     adr = ReaderPassage("decisions/adr-007.md#0", "decisions/adr-007.md", "PostgreSQL.", None,
                         "markdown", None, 1)
     text = "PostgreSQL [decisions/adr-007.md]. Secret [S1: notes/secret.md]. Pinned [adr-007.md@abc1234]."
-    checked = readers.check_citations(text, [adr], enforce=True)
+    checked = reader_citations.check_citations(text, [adr], enforce=True)
     assert checked.unknown == ("notes/secret.md",)
     assert checked.resolved == {"adr-007.md@abc1234": "decisions/adr-007.md"}
     assert "secret" not in checked.text
@@ -243,7 +243,7 @@ def test_enforcement_removes_exactly_what_the_instrument_would_count() -> None:
 
 
 def test_the_library_loads_only_the_grammar_of_the_instrument() -> None:
-    code = ("import sys, memory_baseline.readers; "
+    code = ("import sys, memory_baseline.reading; "
             "print(sorted(m for m in sys.modules if m.startswith('memory_instrument')))")
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert loaded.stdout.strip() == "['memory_instrument', 'memory_instrument.citations']"

@@ -7,12 +7,14 @@ that the named file is the first admitted passage for every way of writing it.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from memory_baseline.baseline import Baseline, prompt_counter
 from memory_baseline.config import ReaderConfig
 from memory_baseline.identifiers import document_keys, extract_identifiers, file_keys, path_keys
-from memory_baseline.readers import ExtractiveReader
+from memory_baseline.reading import ExtractiveReader
 from memory_baseline.refresh import sync
 
 
@@ -110,15 +112,14 @@ def test_a_named_document_is_the_first_admitted_passage(conn, config, named_corp
         if reranked_away:
             # A reranker that puts the named file last: context assembly still admits it first.
             from memory_baseline.context import assemble, candidates_in_order
-            from memory_baseline.retrieval import Candidate, RetrievalResult, Stage
+            from memory_baseline.retrieval import Candidate, Stage
 
             final = list(retrieval.final.candidates)
             demoted = [c for c in final if c.source_id != expected] + [
                 c for c in final if c.source_id == expected]
             stage = Stage("reranked", tuple(Candidate(c.chunk_id, c.source_id, 0.0, i) for i, c in
                                             enumerate(demoted, 1)), 0.0, {"pass_through": False})
-            retrieval = RetrievalResult(retrieval.query, (*retrieval.stages[:-1], stage),
-                                        retrieval.passages, retrieval.representation_id)
+            retrieval = replace(retrieval, stages=(*retrieval.stages[:-1], stage))
             trace = assemble(candidates_in_order(retrieval), config.context,
                              prompt_counter(base.reader, query, None), tokenizer="wp")
         assert trace.admitted, query

@@ -33,3 +33,36 @@ def test_identifiers_survive_punctuation():
     assert "end." not in found and "too." not in found
     assert path_identifiers("decisions/adr-009.md") == [
         "decisions/adr-009.md", "adr-009.md", "adr-009", "adr#9"]
+
+
+def test_ingest_reads_stubs_and_cython_and_says_which_folders_it_left_out(tmp_path, index_name):
+    """A Python project's stubs (.pyi) and C implementation (.pyx, .pxd) are read as code; hidden
+    folders (`.github/`) and ignored ones (`node_modules/`) are reported as not read."""
+    from memory_baseline.cli import main as cli
+    from memory_baseline.ingest import discover
+
+    repo = tmp_path / "repo"
+    (repo / "pkg").mkdir(parents=True)
+    (repo / ".github" / "workflows").mkdir(parents=True)
+    (repo / "node_modules" / "left").mkdir(parents=True)
+    (repo / "pkg" / "_pipeline.pyi").write_text("class Pipeline:\n    def sync(self) -> None: ...\n")
+    (repo / "pkg" / "_speedups.pyx").write_text("cdef class Fast:\n    cdef int n\n\n    def run(self):\n"
+                                                "        return self.n\n")
+    (repo / "pkg" / "_speedups.pxd").write_text("cdef class Fast:\n    cdef int n\n")
+    (repo / ".github" / "workflows" / "tests.yml").write_text("on: push\n")
+    (repo / "node_modules" / "left" / "index.js").write_text("module.exports = 1\n")
+    found = discover(repo)
+    assert {r.source_id: r.kind for r in found.sources} == {
+        "pkg/_pipeline.pyi": "code", "pkg/_speedups.pyx": "code", "pkg/_speedups.pxd": "code"}
+    assert {(s.path, s.reason) for s in found.skipped} == {
+        (".github/", "hidden-folder"), ("node_modules/", "ignored-folder")}
+
+    import contextlib
+    import io
+
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        assert cli(["ingest", str(repo), "--index", index_name]) == 0
+    text = printed.getvalue()
+    assert "not read: 2 (hidden-folder 1, ignored-folder 1)" in text
+    assert "hidden-folder: .github/" in text

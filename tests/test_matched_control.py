@@ -11,8 +11,7 @@ import json
 
 import pytest
 
-from memory_baseline.context import Passage
-from memory_baseline.readers import style_messages
+from memory_baseline.passages import Passage
 from memory_baseline.reading import (
     NO_SOURCES,
     SYSTEM_DATED,
@@ -22,6 +21,7 @@ from memory_baseline.reading import (
     render,
     reply_grammar,
     run_style,
+    style_messages,
 )
 from memory_lab.ladders.downstream_tasks import (
     downstream_gains_by_condition,

@@ -109,3 +109,23 @@ def test_the_readme_example_runs_as_written(index_name, monkeypatch):
     with contextlib.redirect_stdout(printed):
         exec(compile(code, "README.md", "exec"), {})
     assert "adr-007" in printed.getvalue().lower()
+
+
+def test_cache_switches_are_configuration_recorded_in_every_run(monkeypatch, tmp_path):
+    from memory_baseline import Config
+    from memory_baseline.answer_cache import AnswerCache, CacheOnlyError
+
+    monkeypatch.setenv("MEMORY_BASELINE_ANSWER_CACHE_PATH", f"{tmp_path}/a:{tmp_path}/b")
+    monkeypatch.setenv("MEMORY_BASELINE_ANSWER_CACHE_ONLY", "1")
+    from_environment = Config()
+    assert from_environment.cache.answers_read_first == (f"{tmp_path}/a", f"{tmp_path}/b")
+    assert from_environment.to_dict()["cache"]["answers_only"] is True
+    toml = tmp_path / "memory.toml"
+    toml.write_text('[cache]\nanswers_read_first = ["layer"]\nanswers_only = false\n', encoding="utf-8")
+    loaded = Config.load(toml)
+    assert loaded.cache.answers_read_first == ("layer",) and loaded.cache.answers_only is False
+    cache = AnswerCache(tmp_path / "root", read_first=(), cache_only=True)
+    monkeypatch.delenv("MEMORY_BASELINE_ANSWER_CACHE_ONLY")
+    with pytest.raises(CacheOnlyError, match="cache.answers_only"):
+        cache.before_computing("k" * 64)
+    AnswerCache.from_config(loaded.cache).before_computing("k" * 64)  # computing allowed

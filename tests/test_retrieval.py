@@ -9,8 +9,9 @@ import pytest
 from memory_baseline import cli
 from memory_baseline.baseline import Baseline, prompt_counter
 from memory_baseline.config import ContextConfig, ReaderConfig
-from memory_baseline.context import Passage, assemble, candidates_in_order
-from memory_baseline.readers import ExtractiveReader, build_messages
+from memory_baseline.context import assemble, candidates_in_order
+from memory_baseline.passages import Passage
+from memory_baseline.reading import ExtractiveReader, build_messages
 from memory_baseline.refresh import sync
 from memory_baseline.retrieval import Candidate, reciprocal_rank_fusion
 
@@ -146,8 +147,7 @@ def test_duplicates_and_quota_are_recorded(conn, config, error_corpus):
 
 
 def test_identifier_fragments_rule_keeps_or_blanks_the_parsers_pieces(conn, config, error_corpus):
-    from memory_baseline.retrieval import query_terms
-    from memory_baseline.store import Store
+    from memory_baseline.store import Store, query_terms
 
     store = Store(conn, config.index)
     kept = query_terms(store, "what does E-BRK-042 mean for the broker?")

@@ -1,4 +1,4 @@
-"""Searches during refreshes never return a torn result (issue 21, failure 4).
+"""Searches during refreshes never return a torn result (a refresh commits while a search reads).
 
 A writer rewrites every file of a corpus back and forth between two wordings
 (`alphaword` and `betaword`) and refreshes, over and over, on its own
@@ -8,7 +8,7 @@ its returned text does not contain (the ranking read one snapshot, the text
 another), or when a ranked chunk comes back without its text.
 
 The loop is bounded: `MEMORY_BASELINE_TORN_SEARCHES` lexical searches (default
-3,000 for CI; the issue's figure is 100,000) plus a tenth as many hybrid ones.
+3,000 for CI; the full trial is 100,000) plus a tenth as many hybrid ones.
 """
 
 from __future__ import annotations

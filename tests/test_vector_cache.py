@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from memory_baseline import vector_cache
-from memory_baseline.vector_cache import CachedEmbedder, VectorCache, text_digest
+from memory_baseline.hashing import content_digest
+from memory_baseline.vector_cache import CachedEmbedder, VectorCache
 
 TEXTS = ["Kafka was chosen as the event store.", "The cutover was rolled back on 2024-03-02.",
          "Kafka was chosen as the event store."]
@@ -32,7 +33,7 @@ def test_second_encoding_is_served_exactly_and_only_new_text_is_computed(minilm,
 
     counts = vector_cache.usage(log)
     assert counts["computed"] == 3 and counts["from_cache"] == 2
-    assert counts["used"] == {minilm.identity.key(): sorted({text_digest(t) for t in
+    assert counts["used"] == {minilm.identity.key(): sorted({content_digest(t) for t in
                                                              [*TEXTS, "A text nobody encoded before."]})}
 
 
@@ -40,7 +41,7 @@ def test_export_writes_the_used_vectors_and_the_published_layer_wins(minilm, tmp
     home = VectorCache(tmp_path / "home")
     vectors = CachedEmbedder(minilm, home).embed_documents(TEXTS[:2])
     key = minilm.identity.key()
-    digests = [text_digest(t) for t in TEXTS[:2]]
+    digests = [content_digest(t) for t in TEXTS[:2]]
     assert home.export({key: digests[:1]}, tmp_path / "published") == 1
 
     # A layer read first serves its vector even where the writable folder holds another one.
@@ -57,7 +58,7 @@ def test_export_writes_the_used_vectors_and_the_published_layer_wins(minilm, tmp
 def test_another_identity_or_a_damaged_file_is_a_miss(minilm, tmp_path):
     cache = VectorCache(tmp_path / "home")
     CachedEmbedder(minilm, cache).embed_documents(TEXTS[:1])
-    assert VectorCache(tmp_path / "home").get("mpnet-768-000000000000", [text_digest(TEXTS[0])]) == {}
+    assert VectorCache(tmp_path / "home").get("mpnet-768-000000000000", [content_digest(TEXTS[0])]) == {}
     for path in (tmp_path / "home").rglob("*.npz"):
         path.write_bytes(b"not a numpy archive")
     fresh = CachedEmbedder(minilm, VectorCache(tmp_path / "home"))

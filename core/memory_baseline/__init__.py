@@ -13,9 +13,19 @@ The public API is this package's root, and it is small:
 without reading) and `health`. `Config` is the one configuration (TOML
 sections or keyword overrides). Results are frozen dataclasses: `Search`,
 `AskResult`, `SyncReport`, `HealthReport`. Everything else in the package is
-internal: one module per pipeline stage (`ingest`, `chunking`, `store`,
-`retrieval`, `rerank`, `context`, `reading`, `baseline`, `refresh`, `health`),
-which the lab (`memory_lab`) measures one by one.
+internal, one module (or package) per pipeline stage, which the lab
+(`memory_lab`) measures one by one:
+
+    ingest, git_history        discover and parse files, committed versions as path@commit
+    chunking, code_chunks      chunks with their character spans and lines
+    store/                     PostgreSQL: schema.sql, writes, snapshots, vectors, bm25/
+    embedders, vector_cache    encoders with recorded identities; cached document vectors
+    retrieval, rerank          lexical + dense candidates, fusion, identifier priority, reranking
+    passages, context          the one passage type; admission under an exact token budget
+    reading/                   prompts and styles, question kinds, grammars, citations, backends
+    baseline, memory           Baseline.ask (one call for every context source); the public handle
+    refresh, health            keeping an index in line with its folder; integrity checks
+    cli, mcp_server, server    the command line, the MCP server, the embedded PostgreSQL
 
 Names load on first use, so importing the package (and starting the CLI)
 costs no model, torch or database import.

@@ -31,6 +31,8 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from .config import ANSWER_CACHE_ONLY_ENV, ANSWER_READ_FIRST_ENV, CacheConfig
+
 CACHE_FORMAT = 1
 
 
@@ -43,7 +45,7 @@ def cache_key(reader_identity: dict[str, Any], prompt: str, settings: dict[str, 
     return hashlib.sha256(material.encode("utf-8")).hexdigest()
 
 
-READ_FIRST_ENV = "MEMORY_BASELINE_ANSWER_CACHE_PATH"
+READ_FIRST_ENV = ANSWER_READ_FIRST_ENV
 # When set, every hit and every computed answer appends one JSON line to this file, so a
 # whole book build can say how many answers came from the cache and which keys it used.
 USAGE_LOG_ENV = "MEMORY_BASELINE_ANSWER_CACHE_LOG"
@@ -51,7 +53,7 @@ USAGE_LOG_ENV = "MEMORY_BASELINE_ANSWER_CACHE_LOG"
 
 # When set, a miss is refused instead of computed: a reproduction that must compute nothing
 # (`memory-lab book --cached-only`) fails on the first answer it would have to read.
-CACHE_ONLY_ENV = "MEMORY_BASELINE_ANSWER_CACHE_ONLY"
+CACHE_ONLY_ENV = ANSWER_CACHE_ONLY_ENV
 
 
 class CacheOnlyError(ValueError):
@@ -103,7 +105,7 @@ class AnswerCache:
     """A folder of cached completions, safe to share between processes, with read-only layers."""
 
     def __init__(self, root: str | Path | None = None, *,
-                 read_first: Sequence[str | Path] | None = None) -> None:
+                 read_first: Sequence[str | Path] | None = None, cache_only: bool | None = None) -> None:
         if root is None:
             from .server import memory_home  # deferred: only the default location needs it
 
@@ -112,6 +114,13 @@ class AnswerCache:
         if read_first is None:
             read_first = [p for p in os.environ.get(READ_FIRST_ENV, "").split(os.pathsep) if p]
         self.read_first = tuple(Path(p) for p in read_first)
+        # None: decided by the environment at each miss (a book kernel may switch it on later).
+        self.cache_only = cache_only
+
+    @classmethod
+    def from_config(cls, cache: CacheConfig) -> AnswerCache:
+        """The cache a configuration names (its `[cache]` section)."""
+        return cls(read_first=cache.answers_read_first, cache_only=cache.answers_only)
 
     def path(self, key: str) -> Path:
         return _entry(self.root, key)
@@ -158,10 +167,12 @@ class AnswerCache:
 
     def before_computing(self, key: str) -> None:
         """Called on a miss before the model runs; refuses (and logs) it when computing is off."""
-        if os.environ.get(CACHE_ONLY_ENV):
+        refuse = self.cache_only if self.cache_only is not None else bool(os.environ.get(CACHE_ONLY_ENV))
+        if refuse:
             _log_usage("refused", key)
             raise CacheOnlyError(f"answer cache: {key[:16]}... is in no cache layer and "
-                                 f"{CACHE_ONLY_ENV} is set, so it is not computed")
+                                 "computing is switched off (cache.answers_only or "
+                                 f"{CACHE_ONLY_ENV}), so it is not computed")
 
     def put(self, key: str, prompt: str, record: dict[str, Any]) -> Path:
         """Store `record` (JSON-serialisable) for `key`; the prompt is kept beside it."""

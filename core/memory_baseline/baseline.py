@@ -13,17 +13,19 @@ no stage result is written to after it was made.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
 import psycopg
 
+from .answer_cache import AnswerCache
 from .compression import compress
 from .config import Config
-from .context import ContextTrace, Passage, assemble
+from .context import ContextTrace, assemble
 from .context_sources import ContextSource, Gathered, Retrieved
 from .embedders import get_embedder
-from .readers import Answer, Reader, get_reader
+from .passages import Passage
+from .reading import Answer, Reader, get_reader
 from .retrieval import RetrievalResult, Retriever
 
 
@@ -81,7 +83,9 @@ class AskResult:
             "answer": self.answer.to_dict(),
             "admitted": [
                 {"chunk_id": p.chunk_id, "source_id": p.source_id, "rank": p.rank,
-                 "truncated": p.truncated, "text": p.text}
+                 "truncated": p.truncated, "location": p.location,
+                 "lines": [p.line_start, p.line_end] if p.line_start is not None else None,
+                 "chars": [p.char_start, p.char_end], "text": p.text}
                 for p in self.context.admitted
             ],
             "retrieval": self.retrieval.to_dict() if self.retrieval else None,
@@ -116,6 +120,7 @@ class Baseline:
         self.config = config
         self._retriever = retriever
         self._reader = reader
+        self._owns_retriever = retriever is None
 
     @property
     def retriever(self) -> Retriever:
@@ -126,12 +131,41 @@ class Baseline:
     @property
     def reader(self) -> Reader:
         if self._reader is None:
-            self._reader = get_reader(self.config.reader)
+            cache = AnswerCache.from_config(self.config.cache) if self.config.reader.cache else None
+            self._reader = get_reader(self.config.reader, cache=cache)
         return self._reader
 
     def search(self, query: str, as_of: str | None = None, *,
                source: ContextSource | None = None) -> Search:
-        """Gather and admit passages for `query` without reading (default source: retrieval)."""
+        """Gather and admit passages for `query` without reading (default source: retrieval).
+
+        A connection lost since the last call (its server stopped or restarted) is opened
+        again, the embedded server started if need be, and the search run once more.
+        """
+        try:
+            return self._search(query, as_of, source)
+        except psycopg.OperationalError:
+            if source is not None or not self._owns_retriever:
+                raise
+            self._reconnect()
+            return self._search(query, as_of, None)
+
+    def _reconnect(self) -> None:
+        from .server import reopen
+
+        if self._retriever is not None:
+            self._retriever.close()
+            self._retriever = None
+        lost = self.conn.closed or self.conn.broken
+        if not lost and self.conn.autocommit:  # not yet used since its server went away?
+            try:
+                self.conn.execute("SELECT 1")
+            except psycopg.OperationalError:
+                lost = True
+        if lost:
+            self.conn = reopen(self.conn)
+
+    def _search(self, query: str, as_of: str | None, source: ContextSource | None) -> Search:
         source = source or Retrieved(self.retriever)
         started = time.perf_counter()
         gathered: Gathered = source.gather(query, self.config)
@@ -157,7 +191,7 @@ class Baseline:
     def _compress(self, query: str, as_of: str | None, context: ContextTrace,
                   gathered: Gathered) -> tuple[ContextTrace, dict]:
         """The admitted passages cut to their sentences nearest the question, recounted exactly."""
-        cut = compress(query, context.admitted, get_embedder(self.config.embedder),
+        cut = compress(query, context.admitted, get_embedder(self.config.embedder, self.config.cache),
                        gathered.context.compression_keep)
         count = prompt_counter(self.reader, query, as_of, history=gathered.history)
         tokens = count(cut.passages)
@@ -166,10 +200,16 @@ class Baseline:
         return replace(context, admitted=cut.passages, prompt_tokens=tokens), note
 
     def ask(self, query: str, as_of: str | None = None, *,
-            source: ContextSource | None = None) -> AskResult:
-        """Search, then read the admitted passages (default source: retrieval)."""
+            source: ContextSource | None = None,
+            on_admitted: Callable[[Search], None] | None = None) -> AskResult:
+        """Search, then read the admitted passages (default source: retrieval).
+
+        `on_admitted` sees the search before the reader starts (a terminal shows what
+        is being read while the answer is generated)."""
         started = time.perf_counter()
         found = self.search(query, as_of, source=source)
+        if on_admitted is not None:
+            on_admitted(found)
         searched_at = time.perf_counter()
         answer = self.reader.answer(query, list(found.context.admitted), as_of, history=found.history)
         read_at = time.perf_counter()

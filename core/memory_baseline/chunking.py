@@ -29,13 +29,13 @@ so a passage can be traced to the exact bytes it came from.
 
 from __future__ import annotations
 
-import hashlib
 import re
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 
 from .code_chunks import code_spans, is_code, parser_identity
 from .config import ChunkingConfig
+from .hashing import content_digest
 from .identifiers import IDENTIFIER_RULES_VERSION
 
 # -2: section titles of reStructuredText and AsciiDoc; code cut by definitions.
@@ -58,6 +58,9 @@ ASCIIDOC_SUFFIXES = (".adoc", ".asciidoc", ".asc")
 _SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+|\n\s*\n+|\n(?=\s*(?:[-*+] |\d+\. |#|\|))|\n")
 
 
+_NEWLINE = re.compile("\n")
+
+
 class ChunkingError(ValueError):
     """Invalid chunking parameters."""
 
@@ -71,6 +74,8 @@ class Chunk:
     text: str
     section: str | None
     content_hash: str
+    line_start: int = 0  # the lines [start, end) covers, 1-based and inclusive
+    line_end: int = 0
 
     @property
     def chunk_id(self) -> str:
@@ -141,6 +146,7 @@ def chunk_text(source_id: str, text: str, config: ChunkingConfig) -> list[Chunk]
     else:
         spans = _sentence_spans(text, config.target_chars, config.overlap_chars)
     heading_starts = [start for start, _ in found]
+    newlines = [m.start() for m in _NEWLINE.finditer(text)]
     chunks: list[Chunk] = []
     for start, end in spans:
         piece = text[start:end]
@@ -159,7 +165,11 @@ def chunk_text(source_id: str, text: str, config: ChunkingConfig) -> list[Chunk]
                 end=end,
                 text=piece,
                 section=section,
-                content_hash=hashlib.sha256(piece.encode("utf-8")).hexdigest(),
+                content_hash=content_digest(piece),
+                # Line k starts after the (k-1)th newline: a chunk's lines are counted from the
+                # newlines before its first and its last character.
+                line_start=bisect_left(newlines, start) + 1,
+                line_end=bisect_left(newlines, end - 1) + 1,
             )
         )
     return chunks

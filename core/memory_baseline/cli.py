@@ -12,16 +12,16 @@ secrets (a password in `DATABASE_URL`) are never printed.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import sys
 from collections.abc import Callable, Sequence
-from datetime import date, datetime
+from datetime import date
 from pathlib import Path
 from typing import Any
 
 from .config import CHOICES, Config, ConfigError, validate_index_name
-from .server import redact_url
+from .jsonable import jsonable
+from .redaction import guarded_output, install_excepthook, redact
 
 # The styles an LLM reader accepts, from the config's registry: importing `reading` here
 # would load the retrieval stack (numpy, psycopg) before `--help` could print.
@@ -41,22 +41,8 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(message)
 
 
-def _json_default(value: Any) -> Any:
-    if isinstance(value, datetime | date):
-        return value.isoformat()
-    if isinstance(value, Path):
-        return str(value)
-    if hasattr(value, "to_dict"):
-        return value.to_dict()
-    if hasattr(value, "tolist"):
-        return value.tolist()
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return dataclasses.asdict(value)
-    raise TypeError(f"not JSON serialisable: {type(value).__name__}")
-
-
 def emit_json(document: Any) -> None:
-    sys.stdout.write(json.dumps(document, default=_json_default, indent=2, ensure_ascii=False))
+    sys.stdout.write(json.dumps(jsonable(document), indent=2, ensure_ascii=False))
     sys.stdout.write("\n")
 
 
@@ -89,7 +75,7 @@ def cmd_init(args: argparse.Namespace) -> int:
     from .server import connect
 
     config = load_config(args)
-    embedder = get_embedder(config.embedder)
+    embedder = get_embedder(config.embedder, config.cache)
     with connect() as conn:
         store, rep_id = open_index(conn, config, embedder)
         counts = store.counts()
@@ -152,9 +138,27 @@ def _print_sync(report, verb: str) -> None:
     for source_id in report.carried_over:
         print("  carried over (unreadable, re-embedded with its old chunk boundaries): "
               f"{shown(source_id)}")
-    for skipped in report.skipped:
-        print(f"  skipped: {shown(skipped['path'])}: {skipped['reason']}")
+    _print_skipped(report.skipped)
     print("  seconds: " + ", ".join(f"{k} {v:.2f}" for k, v in report.seconds.items()))
+
+
+SKIPPED_SHOWN = 10  # paths listed per reason; --json lists them all
+
+
+def _print_skipped(skipped: list[dict[str, str]]) -> None:
+    """What was not read, counted by reason: folders left out first, then files."""
+    if not skipped:
+        return
+    by_reason: dict[str, list[str]] = {}
+    for entry in skipped:
+        by_reason.setdefault(entry["reason"], []).append(entry["path"])
+    counts = ", ".join(f"{reason} {len(paths)}" for reason, paths in sorted(by_reason.items()))
+    print(f"  not read: {len(skipped)} ({counts})")
+    for reason, paths in sorted(by_reason.items(), key=lambda item: not item[0].endswith("folder")):
+        for path in paths[:SKIPPED_SHOWN]:
+            print(f"    {reason}: {shown(path)}")
+        if len(paths) > SKIPPED_SHOWN:
+            print(f"    {reason}: ... and {len(paths) - SKIPPED_SHOWN} more (--json lists them)")
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:
@@ -193,14 +197,18 @@ def cmd_server(args: argparse.Namespace) -> int:
     from . import server
 
     if args.action == "stop":
-        stopped = server.stop()
-        result = {"stopped": stopped}
+        done = server.shutdown()
+        result = {"stopped": done.stopped, "note": done.note}
     elif args.action == "start":
         server.database_url()
         result = server.status().__dict__
     else:
         result = server.status().__dict__
-    result["url"] = redact_url(result.get("url") or "")
+    if result.get("note") is None:
+        result.pop("note", None)  # only a pid file not trusted has something to say
+    else:
+        result["note"] = shown(result["note"])
+    result["url"] = redact(result.get("url") or "")
     if args.json:
         emit_json(result)
     else:
@@ -235,7 +243,9 @@ def cmd_search(args: argparse.Namespace) -> int:
             "name": "admitted", "ms": found.timings_ms["assembly"],
             "source_ids": context.admitted_sources,
             "candidates": [{"chunk_id": p.chunk_id, "source_id": p.source_id, "rank": i,
-                            "retrieval_rank": p.rank, "truncated": p.truncated}
+                            "retrieval_rank": p.rank, "truncated": p.truncated,
+                            "lines": [p.line_start, p.line_end] if p.line_start is not None else None,
+                            "chars": [p.char_start, p.char_end], "location": p.location}
                            for i, p in enumerate(context.admitted, 1)],
             "detail": {k: v for k, v in context.to_dict().items() if k != "admitted"},
         })
@@ -243,13 +253,23 @@ def cmd_search(args: argparse.Namespace) -> int:
         return EXIT_OK
     for stage in retrieval.stages:
         print(f"== {stage.name} ({stage.ms:.1f} ms, {len(stage.candidates)} candidates)")
+        print(f"  {'rank':>4}  {'score':>8}  chunk")
         for candidate in stage.candidates[: args.show]:
-            print(f"  {candidate.rank:>3}  {candidate.score:8.4f}  {candidate.chunk_id}")
+            print(f"  {candidate.rank:>4}  {candidate.score:8.4f}  {shown(candidate.chunk_id)}")
     print(f"== admitted ({len(context.admitted)} passages, {context.prompt_tokens} prompt tokens "
           f"of {context.token_budget}, {context.tokenizer})")
+    print(f"  {'rank':>4}  {'date':<10}  location  /  first words")
     for passage in context.admitted:
-        print(f"  {passage.rank:>3}  {passage.chunk_id}{'  (truncated)' if passage.truncated else ''}")
+        print(f"  {passage.rank:>4}  {passage.artifact_date or '-':<10}  {shown(passage.location)}"
+              f"{'  (truncated)' if passage.truncated else ''}")
+        print(f"        {shown(snippet(passage.text))}")
     return EXIT_OK
+
+
+def snippet(text: str, width: int = 100) -> str:
+    """The passage's first words on one line, cut at a word boundary."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[:width].rsplit(" ", 1)[0] + " ..."
 
 
 def cmd_ask(args: argparse.Namespace) -> int:
@@ -257,21 +277,70 @@ def cmd_ask(args: argparse.Namespace) -> int:
     from .server import connect
 
     config = load_config(args)
+    streaming = not args.json and sys.stdout.isatty()
     with connect() as conn:
-        result = Baseline(conn, config).ask(args.query, _parse_as_of(args.as_of))
+        baseline = Baseline(conn, config)
+        if streaming and hasattr(baseline.reader, "on_text"):
+            baseline.reader.on_text = _print_streamed
+        result = baseline.ask(args.query, _parse_as_of(args.as_of),
+                              on_admitted=_print_reading if streaming else None)
     if args.json:
         emit_json(result.to_dict())
         return EXIT_OK
     answer = result.answer
+    if streaming:
+        print("\n")
     print(answer.text.strip())
     print()
-    print("cited: " + (", ".join(answer.citations) or "(none)"))
+    print("cited: " + (", ".join(_citation(result, source) for source in answer.citations) or "(none)"))
     if answer.unknown_citations:
         print("cited but not admitted (flagged): " + ", ".join(answer.unknown_citations))
     print(f"reader {answer.reader.get('name')}: {answer.usage.prompt_tokens} prompt + "
           f"{answer.usage.completion_tokens} completion tokens, {answer.usage.seconds:.1f} s"
           f"{' (cache hit)' if answer.cached else ''}")
     return EXIT_OK
+
+
+def _citation(result, source_id: str) -> str:
+    """`path:Lstart-end` of the first admitted passage of a cited source (the lines it read)."""
+    for passage in result.passages:
+        if passage.source_id == source_id:
+            return shown(passage.location)
+    return shown(source_id)
+
+
+def _print_reading(found) -> None:
+    """What the reader is about to read, before it starts (it takes a while on a CPU)."""
+    print(f"reading {len(found.passages)} passages ({found.context.prompt_tokens} prompt tokens):")
+    for passage in found.passages:
+        print(f"  {passage.rank:>3}  {shown(passage.location)}")
+    print("answer (as generated):", flush=True)
+
+
+def _print_streamed(text: str) -> None:
+    sys.stdout.write(text)
+    sys.stdout.flush()
+
+
+def cmd_mcp(args: argparse.Namespace) -> int:
+    from .mcp_server import serve
+
+    config = load_config(args)
+    if args.corpus is not None and not Path(args.corpus).is_dir():
+        raise UsageError(f"{shown(args.corpus)} is not a directory")
+    serve(config, args.corpus, transport=args.transport, host=args.host, port=args.port)
+    return EXIT_OK
+
+
+def _mcp_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--corpus", default=None,
+                        help="the indexed folder: read_source reads from it, refresh refreshes it "
+                             "(default: the folder the index was last refreshed from)")
+    parser.add_argument("--transport", choices=["stdio", "streamable-http"], default="stdio")
+    parser.add_argument("--host", default="127.0.0.1", help="HTTP only")
+    parser.add_argument("--port", type=int, default=8765, help="HTTP only")
+    _embedder_option(parser)
+    parser.add_argument("--reader", default=None, help="reader of the ask tool (default: qwen-1.5b)")
 
 
 def _query_options(parser: argparse.ArgumentParser, *, show: bool) -> None:
@@ -325,6 +394,7 @@ COMMANDS: CommandTable = {
                "retrieve and assemble context; print every stage"),
     "ask": (cmd_ask, lambda p: _query_options(p, show=False),
             "answer a question with citations from the index"),
+    "mcp": (cmd_mcp, _mcp_options, "serve the index to an MCP client (Claude Code, Cursor, ...)"),
     "server": (cmd_server,
                lambda p: p.add_argument("action", choices=["status", "start", "stop"]),
                "the embedded PostgreSQL server"),
@@ -364,19 +434,24 @@ def _bad_input_errors() -> tuple[type[BaseException], ...]:
 def main(argv: Sequence[str] | None = None) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in arguments
-    try:
-        _refuse_lab_command(arguments)
-        args = build_parser().parse_args(arguments)
-        if not getattr(args, "handler", None):
-            raise UsageError("missing subcommand; see `memory-baseline --help`")
-        return args.handler(args)
-    except KeyboardInterrupt:
-        print("memory-baseline: interrupted", file=sys.stderr)
-        return 130
-    except Exception as exc:
-        if debug:
-            raise
-        return report_failure(exc)
+    if debug:  # the traceback the interpreter prints passes through the same redaction
+        install_excepthook()
+    # Everything printed passes through one redaction; results never drive the terminal.
+    with guarded_output(json_output="--json" in arguments):
+        try:
+            _refuse_lab_command(arguments)
+            args = build_parser().parse_args(arguments)
+            if not getattr(args, "handler", None):
+                raise UsageError("missing subcommand; see `memory-baseline --help`")
+            _check_query(args)
+            return args.handler(args)
+        except KeyboardInterrupt:
+            print("memory-baseline: interrupted", file=sys.stderr)
+            return 130
+        except Exception as exc:
+            if debug:
+                raise
+            return report_failure(exc)
 
 
 def report_failure(exc: BaseException, *, prog: str = "memory-baseline") -> int:
@@ -387,12 +462,25 @@ def report_failure(exc: BaseException, *, prog: str = "memory-baseline") -> int:
     return EXIT_BAD_INPUT
 
 
+def _check_query(args: argparse.Namespace) -> None:
+    """A query must be text: bytes that are not UTF-8 reach Python as lone surrogates."""
+    query = getattr(args, "query", None)
+    if isinstance(query, str):
+        try:
+            query.encode("utf-8")
+        except UnicodeEncodeError:
+            raise UsageError(f"the query is not valid UTF-8 text: {shown(query)}") from None
+
+
 def _one_line(exc: BaseException, bad_input: tuple[type[BaseException], ...],
               database_error: type[BaseException]) -> str:
     """The reason of a failure on one line, secrets redacted."""
-    text = str(exc).strip()
+    text = redact(str(exc)).strip()  # before cutting: a secret may span the first line
     first = text.splitlines()[0] if text else type(exc).__name__
-    if isinstance(exc, bad_input):
+    full = _no_space_left(exc)
+    if full is not None:
+        message = full
+    elif isinstance(exc, bad_input):
         message = first
     elif isinstance(exc, database_error):
         lost = getattr(exc, "sqlstate", None) in ("57P01", "57P02", "57P03") or (
@@ -401,7 +489,27 @@ def _one_line(exc: BaseException, bad_input: tuple[type[BaseException], ...],
         message = f"{what} ({type(exc).__name__}): {first}; the index keeps its last committed state"
     else:
         message = f"unexpected {type(exc).__name__}: {first} (run with --debug for the traceback)"
-    return redact_url(shown(message))
+    return shown(redact(message))
+
+
+def _no_space_left(exc: BaseException) -> str | None:
+    """The one line for a full disk, wherever in the chain of causes it was met."""
+    import errno
+
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        where = ""
+        if isinstance(current, OSError) and current.errno in (errno.ENOSPC, errno.EDQUOT):
+            where = f" (writing {current.filename})" if current.filename else ""
+        elif getattr(current, "sqlstate", None) == "53100":  # PostgreSQL's disk_full
+            where = " (PostgreSQL could not extend its files; the index keeps its last committed state)"
+        elif "No space left on device" not in str(current):
+            current = current.__cause__ or current.__context__
+            continue
+        return f"no space left on the device{where}: free some space and run the command again"
+    return None
 
 
 if __name__ == "__main__":

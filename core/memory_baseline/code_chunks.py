@@ -46,6 +46,10 @@ PARSERS: dict[str, tuple[str, str, str]] = {
     ".h": ("c", "tree_sitter_c", "language"),
 }
 PYTHON_SUFFIXES = (".py", ".pyi")
+# Code read without a grammar (Cython: Python's `ast` cannot parse it, and no grammar wheel
+# ships one): cut at blank lines. No file of these types was indexed before they were
+# read as code, so no stored chunk changed and the chunker identity does not list them.
+BLANK_LINE_SUFFIXES = (".pyx", ".pxd")
 _BLANK_LINES = re.compile(r"\n[ \t]*\n")
 
 
@@ -62,7 +66,8 @@ def _suffix(source_id: str) -> str:
 
 
 def is_code(source_id: str) -> bool:
-    return _suffix(source_id) in PYTHON_SUFFIXES or _suffix(source_id) in PARSERS
+    suffix = _suffix(source_id)
+    return suffix in PYTHON_SUFFIXES or suffix in PARSERS or suffix in BLANK_LINE_SUFFIXES
 
 
 @cache

@@ -30,9 +30,9 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from .chunking import sentence_boundaries
-from .context import Passage
 from .embedders import Embedder
 from .identifiers import extract_identifiers
+from .passages import Passage
 
 GAP = " … "
 

@@ -4,12 +4,21 @@ Every stage reads its settings from a frozen `Config`; a run records the
 effective value (`Config.to_dict()`) so that any number can be traced back to
 the exact settings that produced it. Values come from defaults, then an
 optional TOML file, then per-call overrides (`Config.with_overrides`).
+
+A value is checked at load for its type, its range, finiteness (NaN passes
+every comparison, so a range alone lets it through) and, where settings
+depend on each other, whether their combination can work at all: a setting
+that parses but makes no sense is refused with one line naming the key,
+never discovered as an empty result or a mass deletion later.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
+import os
 import re
+import stat
 import tomllib
 import typing
 from dataclasses import dataclass, field, fields, is_dataclass, replace
@@ -131,6 +140,45 @@ class ReaderConfig:
     style: str = "itemised"
 
 
+# The environment variables that set the cache section's defaults. The book's kernels and
+# the studies set them for their child processes; a configuration file or override wins.
+ANSWER_READ_FIRST_ENV = "MEMORY_BASELINE_ANSWER_CACHE_PATH"
+ANSWER_CACHE_ONLY_ENV = "MEMORY_BASELINE_ANSWER_CACHE_ONLY"
+VECTOR_CACHE_ENV = "MEMORY_BASELINE_VECTOR_CACHE"
+VECTOR_READ_FIRST_ENV = "MEMORY_BASELINE_VECTOR_CACHE_PATH"
+
+
+def _environment_paths(name: str) -> tuple[str, ...]:
+    return tuple(p for p in os.environ.get(name, "").split(os.pathsep) if p)
+
+
+@dataclass(frozen=True)
+class CacheConfig:
+    """Where answers, reranker scores and document vectors are looked up before being computed.
+
+    A cached answer is the answer a run once computed, and a rebuild that reads it is
+    not recomputing it, so these switches belong to the recorded configuration: they
+    are written into every run's manifest like any other setting. Each defaults to its
+    environment variable (above) when the configuration is made.
+    """
+
+    # Read-only folders searched before the writable one (<memory home>/answer-cache).
+    answers_read_first: tuple[str, ...] = field(
+        default_factory=lambda: _environment_paths(ANSWER_READ_FIRST_ENV))
+    # Refuse to compute an answer or score that no cache layer holds (a reproduction's proof).
+    answers_only: bool = field(default_factory=lambda: bool(os.environ.get(ANSWER_CACHE_ONLY_ENV)))
+    # The writable vector cache folder; None: document vectors are always computed.
+    vectors: str | None = field(default_factory=lambda: os.environ.get(VECTOR_CACHE_ENV) or None)
+    vectors_read_first: tuple[str, ...] = field(
+        default_factory=lambda: _environment_paths(VECTOR_READ_FIRST_ENV))
+
+    def __post_init__(self) -> None:
+        for name in ("answers_read_first", "vectors_read_first"):  # TOML gives lists
+            value = getattr(self, name)
+            if isinstance(value, list):
+                object.__setattr__(self, name, tuple(value))
+
+
 @dataclass(frozen=True)
 class Config:
     index: str = "default"
@@ -140,6 +188,7 @@ class Config:
     rerank: RerankConfig = field(default_factory=RerankConfig)
     context: ContextConfig = field(default_factory=ContextConfig)
     reader: ReaderConfig = field(default_factory=ReaderConfig)
+    cache: CacheConfig = field(default_factory=CacheConfig)
     max_file_bytes: int = 10_000_000
     # Discovery limits: a corpus past either is refused before anything is read in full
     # (`ingest /` would otherwise grow without bound).
@@ -163,12 +212,12 @@ class Config:
 
     @classmethod
     def load(cls, path: str | Path | None = None) -> Config:
-        """Defaults, overlaid by a TOML file when one is given."""
+        """Defaults, overlaid by a TOML file when one is given (a regular file, at most 1 MiB)."""
         if path is None:
             return cls()
         try:
-            data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
-        except (OSError, tomllib.TOMLDecodeError) as exc:
+            data = tomllib.loads(read_config_text(path))
+        except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"cannot read config {path}: {exc}") from exc
         return cls.from_dict(data)
 
@@ -191,6 +240,45 @@ class Config:
 
 
 _MISSING = object()
+MAX_CONFIG_BYTES = 1 << 20
+
+
+def read_config_text(path: str | Path) -> str:
+    """The text of a configuration file, refusing what is not a small regular file.
+
+    Opened without blocking (a FIFO must not wait for a writer) and judged by the
+    opened descriptor: a FIFO, a device (`/dev/zero` never ends) or a directory is
+    refused before anything is read, and no more than `MAX_CONFIG_BYTES` is read.
+    """
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        descriptor = os.open(path, flags)
+    except OSError as exc:
+        raise ConfigError(f"cannot read config {path}: {exc.strerror}") from exc
+    try:
+        mode = os.fstat(descriptor).st_mode
+        if not stat.S_ISREG(mode):
+            kind = ("a directory" if stat.S_ISDIR(mode) else "a FIFO" if stat.S_ISFIFO(mode)
+                    else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "a special file")
+            raise ConfigError(f"config {path} is {kind}, not a regular file")
+        os.set_blocking(descriptor, True)
+        pieces, size = [], 0
+        while size <= MAX_CONFIG_BYTES:
+            piece = os.read(descriptor, MAX_CONFIG_BYTES + 1 - size)
+            if not piece:
+                break
+            pieces.append(piece)
+            size += len(piece)
+    except OSError as exc:
+        raise ConfigError(f"cannot read config {path}: {exc.strerror}") from exc
+    finally:
+        os.close(descriptor)
+    if size > MAX_CONFIG_BYTES:
+        raise ConfigError(f"config {path} is too large (more than {MAX_CONFIG_BYTES:,} bytes)")
+    try:
+        return b"".join(pieces).decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"cannot read config {path}: not UTF-8 text ({exc.reason})") from exc
 
 
 def _build(cls: type, data: dict[str, Any], where: str) -> Any:
@@ -226,39 +314,45 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "context.compression": ("none", "sentences"),
     "reader.style": ("plain", "dated", "structured", "two-step", "focused", "itemised"),
 }
-# Inclusive (low, high) bounds; None means unbounded on that side.
+# Inclusive (low, high) bounds (floats must be finite too). Counts end at PostgreSQL's
+# integer (they reach SQL as LIMITs and settings), byte sizes at its bigint.
+INT4, INT8 = 2**31 - 1, 2**63 - 1
+HNSW_EF_SEARCH_MAX = 1000  # pgvector's own bound for hnsw.ef_search
 RANGES: dict[str, tuple[float | None, float | None]] = {
-    "chunking.target_chars": (1, None),
-    "chunking.overlap_chars": (0, None),
-    "embedder.batch_size": (1, None),
-    "embedder.max_seq_length": (1, None),
-    "retrieval.per_path_candidates": (1, None),
-    "retrieval.rrf_k": (0, None),
+    "chunking.target_chars": (1, INT4),
+    "chunking.overlap_chars": (0, INT4),
+    "embedder.batch_size": (1, INT4),
+    "embedder.max_seq_length": (1, INT4),
+    "retrieval.per_path_candidates": (1, INT4),
+    "retrieval.rrf_k": (0, INT4),
     "retrieval.blend_weight": (0.0, 1.0),
-    "retrieval.bm25_k1": (0.0, None),
+    "retrieval.bm25_k1": (0.0, 1000.0),  # far past any useful value (1.2 is the usual one)
     "retrieval.bm25_b": (0.0, 1.0),
-    "retrieval.bm25_name_weight": (0.0, None),
-    "retrieval.rare_identifier_max_chunks": (0, None),
-    "retrieval.hnsw_ef_search": (1, 1000),  # pgvector's own bounds for hnsw.ef_search
-    "rerank.top_n": (0, None),
-    "rerank.max_passage_tokens": (1, None),
-    "context.max_passages": (1, None),
-    "context.token_budget": (1, None),
-    "context.per_source_quota": (1, None),
+    "retrieval.bm25_name_weight": (0.0, 1000.0),
+    "retrieval.rare_identifier_max_chunks": (0, INT4),
+    "retrieval.hnsw_ef_search": (1, HNSW_EF_SEARCH_MAX),
+    "rerank.top_n": (0, INT4),
+    "rerank.max_passage_tokens": (1, INT4),
+    "context.max_passages": (1, INT4),
+    "context.token_budget": (1, INT4),
+    "context.per_source_quota": (1, INT4),
     "context.compression_keep": (0.01, 1.0),
-    "reader.max_answer_tokens": (1, None),
-    "reader.temperature": (0.0, None),
-    "reader.context_window": (1, None),
-    "reader.threads": (0, None),
-    "max_file_bytes": (1, None),
-    "max_files": (1, None),
-    "max_corpus_bytes": (1, None),
+    "reader.max_answer_tokens": (1, INT4),
+    "reader.temperature": (0.0, 100.0),
+    "reader.seed": (0, 2**32 - 1),  # the runtimes' unsigned 32-bit seed
+    "reader.context_window": (1, INT4),
+    "reader.threads": (0, 1024),
+    "max_file_bytes": (1, INT8),
+    "max_files": (1, INT4),
+    "max_corpus_bytes": (1, INT8),
     "max_remove_share": (0.0, 1.0),
 }
 
 
 def _type_ok(value: Any, expected: Any) -> bool:
     """`value` has the annotated type; bool is not an int, an int is an acceptable float."""
+    if typing.get_origin(expected) is tuple:  # tuple[str, ...]: a list of paths
+        return isinstance(value, tuple) and all(isinstance(v, str) for v in value)
     options = typing.get_args(expected) if typing.get_origin(expected) in (typing.Union, _UnionType) else (expected,)  # noqa: E501
     for option in options:
         if option is type(None) and value is None:
@@ -299,6 +393,8 @@ def validate_config(config: Config) -> None:
                 raise ConfigError(
                     f"config {key} = {value!r} must be of type {_type_name(hints[item.name])}"
                 )
+            if isinstance(value, float) and not math.isfinite(value):
+                raise ConfigError(f"config {key} = {value!r} must be a finite number")
             if key in CHOICES and value not in CHOICES[key]:
                 raise ConfigError(
                     f"config {key} = {value!r} is not one of: {', '.join(CHOICES[key])}"
@@ -309,8 +405,29 @@ def validate_config(config: Config) -> None:
                     bounds = (f"between {low} and {high}" if low is not None and high is not None
                               else f">= {low}" if low is not None else f"<= {high}")
                     raise ConfigError(f"config {key} = {value!r} is out of range: must be {bounds}")
+    _validate_combinations(config)
+
+
+def _validate_combinations(config: Config) -> None:
+    """Settings each valid alone whose combination cannot work."""
     if config.chunking.overlap_chars >= config.chunking.target_chars:
         raise ConfigError(
             f"config chunking.overlap_chars = {config.chunking.overlap_chars} must be smaller "
             f"than chunking.target_chars = {config.chunking.target_chars}"
+        )
+    retrieval = config.retrieval
+    if retrieval.lexical == "none" and not retrieval.dense:
+        raise ConfigError("config retrieval.lexical = 'none' with retrieval.dense = false leaves "
+                          "no retrieval path: enable one")
+    if retrieval.dense and retrieval.dense_plan == "hnsw" \
+            and retrieval.per_path_candidates > HNSW_EF_SEARCH_MAX:
+        raise ConfigError(
+            f"config retrieval.per_path_candidates = {retrieval.per_path_candidates} is more than "
+            f"an HNSW scan can return (hnsw.ef_search <= {HNSW_EF_SEARCH_MAX}): lower it, or set "
+            "retrieval.dense_plan = 'exact'"
+        )
+    if config.reader.max_answer_tokens >= config.reader.context_window:
+        raise ConfigError(
+            f"config reader.max_answer_tokens = {config.reader.max_answer_tokens} leaves no room "
+            f"for a prompt in reader.context_window = {config.reader.context_window}"
         )

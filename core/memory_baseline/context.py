@@ -20,7 +20,9 @@ skipped and recorded as budget drops; smaller ones further down may still fit.
 The order of candidates is retrieval's, with one correction
 (`candidates_in_order`): a question that names a document (`PEP 8`, `adr-031`)
 gets that document's best chunk first, one per named document, so a reranker
-cannot push the named file behind others. Finally the admitted passages are ordered for the reader
+cannot push the named file behind others. Which chunks a question names is
+decided once, by retrieval's identifier priority (`RetrievalResult.priority`);
+assembly only reads it. Finally the admitted passages are ordered for the reader
 (`rank`, `best-at-edges` for position experiments, or `date`), and the
 prompt is counted once more in that final order.
 """
@@ -32,23 +34,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
 
 from .config import ContextConfig
-from .retrieval import PassageText, RetrievalResult, identifier_priority
+from .passages import Passage
+from .retrieval import NAMES_SOURCE, RetrievalResult
 
 ORDERS = ("rank", "best-at-edges", "date")
-
-
-@dataclass(frozen=True)
-class Passage:
-    """An admitted passage: the text the reader sees and where it came from."""
-
-    chunk_id: str
-    source_id: str
-    text: str
-    section: str | None
-    kind: str
-    artifact_date: str | None
-    rank: int
-    truncated: bool = False
+# What a trace records of each admitted passage (its span and terms are retrieval's).
+TRACE_FIELDS = ("chunk_id", "source_id", "text", "section", "kind", "artifact_date", "rank", "truncated")
 
 
 @dataclass(frozen=True)
@@ -81,6 +72,7 @@ class ContextTrace:
 
     def to_dict(self) -> dict:
         data = asdict(self)
+        data["admitted"] = [{name: getattr(p, name) for name in TRACE_FIELDS} for p in self.admitted]
         data["admitted_sources"] = self.admitted_sources
         data["source_coverage"] = self.source_coverage
         return data
@@ -109,7 +101,7 @@ def order_passages(passages: Sequence[Passage], order: str) -> list[Passage]:
 
 
 def assemble(
-    candidates: Sequence[PassageText],
+    candidates: Sequence[Passage],
     config: ContextConfig,
     count_prompt_tokens: PromptCounter,
     *,
@@ -147,8 +139,7 @@ def assemble(
         if quota is not None and per_source.get(candidate.source_id, 0) >= quota:
             quota_drops.append(candidate.chunk_id)
             continue
-        passage = Passage(candidate.chunk_id, candidate.source_id, candidate.text, candidate.section,
-                          candidate.kind, candidate.artifact_date, position)
+        passage = replace(candidate, rank=position, truncated=False)
         tokens = count_prompt_tokens([*admitted, passage])
         if tokens > config.token_budget:
             if admitted:
@@ -172,7 +163,9 @@ def assemble(
         current_tokens = tokens
 
     ordered = order_passages(admitted, config.order)
-    final_tokens = count_prompt_tokens(ordered) if ordered else current_tokens
+    # The same passages in the same order were counted when the last one was admitted.
+    unchanged = [p.chunk_id for p in ordered] == [p.chunk_id for p in admitted]
+    final_tokens = current_tokens if unchanged or not ordered else count_prompt_tokens(ordered)
     # Reordering can move a token boundary; never hand the reader more than the budget.
     while ordered and final_tokens > config.token_budget:
         weakest = max(ordered, key=lambda p: p.rank)
@@ -207,24 +200,22 @@ def _truncate_to_fit(
     return replace(passage, text=passage.text[:best], truncated=True)
 
 
-def candidates_in_order(result: RetrievalResult) -> list[PassageText]:
+def candidates_in_order(result: RetrievalResult) -> list[Passage]:
     """The final ranked list of a retrieval as passages, named documents first.
 
     The best-ranked chunk of each document the question names (by file name or folder,
-    the levels of `retrieval.identifier_priority`) comes first, one per document, then
-    every other candidate in the final order. With identifier priority on and no
-    reranker this changes nothing but the interleaving of several named documents.
+    as retrieval's identifier priority recorded it in `result.priority`) comes first, one
+    per document, then the other named chunks (a named file's before a named folder's),
+    then every other candidate, each in the final order. With identifier priority on and
+    no reranker this changes nothing but the interleaving of several named documents.
     """
     final = [c for c in result.final.candidates if c.chunk_id in result.passages]
-    fused = result.stage("fused")
-    priority = (fused.detail.get("identifier_priority") if fused else None) or {}
-    identifiers = priority.get("identifiers") or []
-    if not identifiers:
-        return [result.passages[c.chunk_id] for c in final]
-    ranked, promoted = identifier_priority(final, result.passages, identifiers, rare=set())
+    named = {cid: level for cid, level in result.priority.items() if level >= NAMES_SOURCE}
+    ranked = sorted(final, key=lambda c: -named.get(c.chunk_id, 0))  # stable: final order within a level
     leaders: dict[str, str] = {}
-    for candidate in ranked[:promoted]:
-        leaders.setdefault(candidate.source_id, candidate.chunk_id)
-    first = list(leaders.values())
-    rest = [c.chunk_id for c in ranked if c.chunk_id not in set(first)]
-    return [result.passages[cid] for cid in [*first, *rest]]
+    for candidate in ranked:
+        if candidate.chunk_id in named:
+            leaders.setdefault(candidate.source_id, candidate.chunk_id)
+    first = set(leaders.values())
+    rest = [c.chunk_id for c in ranked if c.chunk_id not in first]
+    return [result.passages[cid] for cid in [*leaders.values(), *rest]]

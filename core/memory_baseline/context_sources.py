@@ -25,14 +25,15 @@ from typing import Protocol
 
 from .config import Config, ContextConfig
 from .context import candidates_in_order
-from .retrieval import PassageText, RetrievalResult, Retriever
+from .passages import Passage
+from .retrieval import RetrievalResult, Retriever
 
 
 @dataclass(frozen=True)
 class Gathered:
     """What a context source hands to assembly."""
 
-    passages: tuple[PassageText, ...]  # in rank order
+    passages: tuple[Passage, ...]  # in rank order
     retrieval: RetrievalResult | None
     context: ContextConfig  # the assembly settings to admit them under
     history: bool  # False only when the reader is to be asked without any history
@@ -69,7 +70,7 @@ class Prefetched:
 @dataclass(frozen=True)
 class GivenPassages:
     name: str
-    passages: tuple[PassageText, ...]
+    passages: tuple[Passage, ...]
     notes: dict = field(default_factory=dict)
 
     def gather(self, query: str, config: Config) -> Gathered:
@@ -80,7 +81,7 @@ class GivenPassages:
 class WholeHistory:
     """Every passage, oldest first as given, as many as fit the reader's window."""
 
-    passages: tuple[PassageText, ...]
+    passages: tuple[Passage, ...]
     name: str = "full-history"
 
     def gather(self, query: str, config: Config) -> Gathered:
@@ -97,5 +98,5 @@ class NoHistory:
         return Gathered((), None, config.context, False)
 
 
-def given(name: str, passages: Sequence[PassageText], **notes) -> GivenPassages:
+def given(name: str, passages: Sequence[Passage], **notes) -> GivenPassages:
     return GivenPassages(name, tuple(passages), dict(notes))

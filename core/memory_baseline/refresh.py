@@ -48,7 +48,6 @@ messages (`memory_baseline.git_history`). Its decisions:
 
 from __future__ import annotations
 
-import hashlib
 import stat
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -63,6 +62,7 @@ from .chunking import Chunk, chunk_text, chunker_identity
 from .config import Config
 from .embedders import Embedder, get_embedder
 from .git_history import discover_git, split_history_id
+from .hashing import content_digest
 from .identifiers import extract_identifiers, path_identifiers
 from .ingest import MAX_SOURCE_ID_BYTES, Discovery, FailedRead, Limits, SourceRecord, discover
 from .representation import representation_id
@@ -136,6 +136,10 @@ class _Plan:
     touch: list[str]
 
 
+# How often a long sync reports progress through `on_progress` (a log, a non-terminal stderr).
+PROGRESS_SECONDS = 10.0
+
+
 def sync(
     conn: psycopg.Connection,
     config: Config,
@@ -155,11 +159,13 @@ def sync(
     `discovery` replaces the observation of `root` (tests, other connectors).
     `prune` (refresh only) also removes indexed sources that are present but
     unusable, and history no longer reachable, and lifts the removal guard.
-    `on_progress` receives one-line progress messages of a long observation (git).
+    `on_progress` receives one-line progress messages of a long observation (git) and, when
+    no bar is shown (`progress` off: a log, stderr not a terminal), of the indexing every
+    `PROGRESS_SECONDS`.
     See the module docstring for the rules.
     """
     started = time.perf_counter()
-    embedder = embedder or get_embedder(config.embedder)
+    embedder = embedder or get_embedder(config.embedder, config.cache)
     if discovery is None:
         limits = Limits(max_files=config.max_files, max_total_bytes=config.max_corpus_bytes)
         if git:
@@ -200,7 +206,8 @@ def sync(
         stored = store.sources()
         carried_before = set(store.get_meta(CARRIED_OVER_KEY) or [])
         plan = _plan(discovery, stored, rep_id, report, carried_before,
-                     remove_missing=remove_missing, force_all=rebuild_dimension, prune=prune)
+                     remove_missing=remove_missing, force_all=rebuild_dimension, prune=prune,
+                     without_lines=frozenset(store.sources_without_lines()))
         if remove_missing and not prune:
             _refuse_large_removal(report, stored, discovery, config)
         # Read the kept chunks before any delete (a dimension change empties the table).
@@ -210,6 +217,7 @@ def sync(
         store.ensure_representation(rep_id, chunker, embedder.identity.to_dict(), dimension)
 
         chunk_total = 0
+        last_said, sources_done = time.perf_counter(), 0
         bar = tqdm(total=len(plan.reprocess) + len(plan.carry_over), desc="index", unit="src",
                    disable=not progress or not (plan.reprocess or plan.carry_over))
         for batch in _batches(plan.reprocess, config):
@@ -217,8 +225,7 @@ def sync(
             pieces = [(record, chunk_text(record.source_id, record.text, config.chunking))
                       for record in batch]
             t1 = time.perf_counter()
-            texts = [c.text for _, chunks in pieces for c in chunks]
-            vectors = embedder.embed_documents(texts) if texts else []
+            vectors = _vectors(store, embedder, rep_id, [c for _, chunks in pieces for c in chunks])
             t2 = time.perf_counter()
             offset = 0
             for record, chunks in pieces:
@@ -233,8 +240,14 @@ def sync(
             seconds["embed"] += t2 - t1
             seconds["write"] += time.perf_counter() - t2
             bar.update(len(batch))
+            sources_done += len(batch)
             if on_batch_written:
                 on_batch_written(chunk_total)
+            quiet = on_progress is None or progress  # the bar shows it, or nobody listens
+            if not quiet and time.perf_counter() - last_said >= PROGRESS_SECONDS:
+                last_said = time.perf_counter()
+                on_progress(f"indexed {sources_done} of {len(plan.reprocess)} sources, {chunk_total} chunks, "
+                            f"{last_said - started:.0f} s")
         chunk_total += _carry_over(store, embedder, rep_id, kept_rows, bar, seconds)
         bar.close()
 
@@ -286,6 +299,7 @@ def _plan(
     remove_missing: bool,
     force_all: bool,
     prune: bool = False,
+    without_lines: frozenset[str] = frozenset(),
 ) -> _Plan:
     """Sort every observed and stored source into exactly one outcome of this sync.
 
@@ -305,7 +319,7 @@ def _plan(
         elif previous.content_hash != record.content_hash:
             report.changed.append(record.source_id)
         elif (force_all or previous.representation_id != rep_id
-              or record.source_id in carried_before):
+              or record.source_id in carried_before or record.source_id in without_lines):
             report.reembedded.append(record.source_id)
         else:
             # Unchanged: the observation is recorded (clearing a failed mark).
@@ -323,8 +337,13 @@ def _plan(
         else:
             report.skipped.append({"path": failure.source_id, "reason": failure.reason})
     kept_skips = []
+    read_now = {r.source_id for r in discovery.sources}
     for skip in report.skipped:
-        if skip["path"] in stored and skip["path"] not in failed:
+        # An undecodable name is skipped under its escaped spelling, which a real file may
+        # bear too (`bad\xff.md`): that spelling never stands for a stored source, and a
+        # source read this time is not failed by another file's skip.
+        if skip["path"] in stored and skip["path"] not in failed and skip["path"] not in read_now \
+                and skip["reason"] != "undecodable-name":
             failed[skip["path"]] = f"{skip['reason']} (last good content kept)"
             unusable.add(skip["path"])
         else:
@@ -381,6 +400,13 @@ def _still_present(discovery: Discovery, source_id: str) -> str | None:
         return "no longer reachable in the repository's history"
     if history is not None or len(source_id.encode("utf-8")) > MAX_SOURCE_ID_BYTES:
         return None
+    # A directory on the way replaced by a link (to an empty folder, say) hides its files
+    # from the walk without deleting them.
+    parts = source_id.split("/")
+    for depth in range(1, len(parts)):
+        directory = discovery.root.joinpath(*parts[:depth])
+        if directory.is_symlink():
+            return f"under {'/'.join(parts[:depth])}, which is now a link"
     try:
         mode = (discovery.root / source_id).lstat().st_mode
     except OSError:
@@ -479,11 +505,13 @@ def name_terms(source_id: str) -> list[str]:
 
 def _row(record: SourceRecord, chunk: Chunk, vector) -> ChunkRow:
     return chunk_row(record.source_id, chunk.chunk_id, chunk.ordinal, chunk.start, chunk.end,
-                     chunk.section, chunk.text, vector, content_hash=chunk.content_hash)
+                     chunk.section, chunk.text, vector, content_hash=chunk.content_hash,
+                     lines=(chunk.line_start, chunk.line_end))
 
 
 def chunk_row(source_id: str, chunk_id: str, ordinal: int, char_start: int, char_end: int,
-              section: str | None, text: str, vector, *, content_hash: str | None = None) -> ChunkRow:
+              section: str | None, text: str, vector, *, content_hash: str | None = None,
+              lines: tuple[int, int] | None = None) -> ChunkRow:
     """The store row of one chunk: its identifier terms and the terms naming its source.
 
     The one place rows are built, for ingest and for the benchmarks' bulk loads alike.
@@ -496,11 +524,24 @@ def chunk_row(source_id: str, chunk_id: str, ordinal: int, char_start: int, char
         char_end=char_end,
         section=section,
         text=text,
-        content_hash=content_hash or hashlib.sha256(text.encode("utf-8")).hexdigest(),
+        content_hash=content_hash or content_digest(text),
         identifiers=extract_identifiers(text),
         name_terms=name_terms(source_id),
         embedding=vector,
+        line_start=lines[0] if lines else None,
+        line_end=lines[1] if lines else None,
     )
+
+
+def _vectors(store: Store, embedder: Embedder, rep_id: str, chunks: Sequence[Chunk]) -> list:
+    """A vector per chunk: the index's stored one for a text it already holds under this
+    representation, the encoder's for the rest (so re-chunking or a new version of a file
+    encodes only the text that is new)."""
+    stored = store.stored_vectors(rep_id, [c.content_hash for c in chunks])
+    new = [c for c in chunks if c.content_hash not in stored]
+    encoded = embedder.embed_documents([c.text for c in new]) if new else []
+    fresh = {c.content_hash: vector for c, vector in zip(new, encoded, strict=True)}
+    return [stored.get(c.content_hash, fresh.get(c.content_hash)) for c in chunks]
 
 
 def _change_dimension(store: Store, dimension: int) -> None:

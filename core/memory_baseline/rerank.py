@@ -231,12 +231,14 @@ RERANKERS = {
 }
 
 
-def get_reranker(config: RerankConfig) -> Reranker:
+def get_reranker(config: RerankConfig, cache: AnswerCache | None = None) -> Reranker:
+    """The reranker `config` names; an LLM reranker keeps its scores in `cache` (default: the
+    answer cache the environment names)."""
     name = config.name
     if name == "none":
         return NoReranker()
     if name in RERANKERS and name.startswith("llm-"):
-        return LLMRelevanceReranker(config, name.removeprefix("llm-"))
+        return LLMRelevanceReranker(config, name.removeprefix("llm-"), cache=cache)
     if name == "cross-encoder":
         return CrossEncoderReranker(config)
     raise RerankError(f"unknown reranker {name!r}; choose one of {sorted(RERANKERS)}")

@@ -6,7 +6,7 @@ OR-ed so a passage need not contain every word of a question:
 
 - ``bm25`` (default): exact Okapi BM25 over per-term posting arrays that
   triggers keep in the same transaction as the chunks, fetched in one statement
-  and scored with numpy (`memory_baseline.bm25`).
+  and scored with numpy (`memory_baseline.store.bm25`).
   Measured on BEIR SciFact, PostgreSQL's own ranking is far weaker because
   it has no IDF: ``ts_rank_cd`` nDCG@10 0.319, BM25 0.686 (see the README).
 - ``tsrank-cd``: the chapter's `ts_rank_cd` ranking, kept as a named condition
@@ -50,12 +50,14 @@ from dataclasses import asdict, dataclass, field
 
 import psycopg
 
+from .answer_cache import AnswerCache
 from .config import Config
 from .embedders import Embedder, get_embedder
-from .identifiers import IDENTIFIER_PATTERN, extract_identifiers, file_keys
+from .identifiers import extract_identifiers, file_keys
+from .passages import Passage
 from .representation import representation_id
 from .rerank import Reranker, get_reranker
-from .store import Hit, Store, StoreError
+from .store import Hit, Store, StoreError, query_terms
 
 
 @dataclass(frozen=True)
@@ -96,27 +98,14 @@ class Stage:
 
 
 @dataclass(frozen=True)
-class PassageText:
-    """What the store knows about a candidate chunk, for reranking and context."""
-
-    chunk_id: str
-    source_id: str
-    text: str
-    section: str | None
-    kind: str
-    artifact_date: str | None
-    char_start: int
-    char_end: int
-    identifiers: tuple[str, ...] = ()
-    name_terms: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
 class RetrievalResult:
     query: str
     stages: tuple[Stage, ...]
-    passages: dict[str, PassageText]
+    passages: dict[str, Passage]
     representation_id: str
+    # The identifier-priority level of each promoted chunk (`identifier_priority`), decided
+    # here once: context assembly reads it to put the documents a question names first.
+    priority: dict[str, int] = field(default_factory=dict)
 
     def stage(self, name: str) -> Stage | None:
         return next((s for s in self.stages if s.name == name), None)
@@ -184,30 +173,21 @@ def convex_blend(
     return [Candidate(cid, sources[cid], scores[cid], i) for i, cid in enumerate(ordered, 1)]
 
 
-def query_terms(store: Store, query: str, fragments: bool = True) -> list[str]:
-    """Identifier terms of the query plus the English lexemes of the query.
-
-    With `fragments` (the default) the lexemes come from all of the query, so the
-    parser's fragments of an identifier (`il`, `-6` for `IL-6`) are kept beside the
-    whole identifier: scientific names are also written `IL6` or `IL 6`, and the whole
-    identifier, rarer than its fragments, still weighs most in BM25. Without, the
-    lexemes come from the query with its identifiers blanked out. Which one serves
-    better is measured (`retrieval.identifier_fragments`, chosen on SciFact's train split).
-    """
-    identifiers = extract_identifiers(query)
-    text = query if fragments or not identifiers else IDENTIFIER_PATTERN.sub(" ", query)
-    return list(dict.fromkeys(identifiers + store.query_lexemes(text)))
+# Identifier-priority levels: the query names the chunk's own file, another of its name terms
+# (a folder, a past version), or the chunk's text holds a rare identifier of the query.
+NAMES_FILE, NAMES_SOURCE, RARE_IDENTIFIER = 3, 2, 1
 
 
 def identifier_priority(
-    fused: Sequence[Candidate], passages: dict[str, PassageText], identifiers: Sequence[str],
+    fused: Sequence[Candidate], passages: dict[str, Passage], identifiers: Sequence[str],
     rare: set[str] | None = None,
-) -> tuple[list[Candidate], int]:
+) -> tuple[list[Candidate], dict[str, int]]:
     """Stable re-sort: the file a query names, files under a name it names, then rare content matches.
 
     Levels: 3 when the chunk's own file name carries a query key (`pep-0008.rst` for
     "PEP 8"), 2 when any name term does (its folder, e.g. `keps/*/2033-*/README.md` for
     "KEP-2033", or `pep-0008.rst@<sha>`, a past version), 1 for a rare identifier in the text.
+    Returns the re-sorted list and the level of each promoted chunk.
 
     An exact identifier in a question (a file name, an error code, an ADR number) is an
     explicit request that rank fusion cannot see: a dense ranking of `E-BRK-042` is noise,
@@ -218,7 +198,7 @@ def identifier_priority(
     """
     wanted = set(identifiers)
     if not wanted:
-        return list(fused), 0
+        return list(fused), {}
     rare_wanted = wanted if rare is None else wanted & rare
 
     def level(candidate: Candidate) -> int:
@@ -226,14 +206,14 @@ def identifier_priority(
         if passage is None:
             return 0
         if wanted & set(file_keys(passage.source_id)):
-            return 3
+            return NAMES_FILE
         if wanted & set(passage.name_terms):
-            return 2
-        return 1 if rare_wanted & set(passage.identifiers) else 0
+            return NAMES_SOURCE
+        return RARE_IDENTIFIER if rare_wanted & set(passage.identifiers) else 0
 
     levels = {c.chunk_id: level(c) for c in fused}
     ordered = sorted(fused, key=lambda c: (-levels[c.chunk_id], c.rank))
-    promoted = sum(1 for c in fused if levels[c.chunk_id] > 0)
+    promoted = {cid: n for cid, n in levels.items() if n > 0}
     return [Candidate(c.chunk_id, c.source_id, c.score, i) for i, c in enumerate(ordered, 1)], promoted
 
 
@@ -253,8 +233,9 @@ class Retriever:
         self.store = Store(conn, config.index)
         self.store.require()
         needs_dense = config.retrieval.dense
-        self.embedder = embedder or (get_embedder(config.embedder) if needs_dense else None)
-        self.reranker = reranker if reranker is not None else get_reranker(config.rerank)
+        self.embedder = embedder or (get_embedder(config.embedder, config.cache) if needs_dense else None)
+        self.reranker = reranker if reranker is not None else get_reranker(
+            config.rerank, AnswerCache.from_config(config.cache))
         self.representation_id = (
             representation_id(config, self.embedder) if self.embedder is not None else ""
         )
@@ -326,21 +307,22 @@ class Retriever:
             raise ValueError(f"unknown fusion {settings.fusion!r}: rrf or blend")
         detail = {"method": method, "per_path": {s.name: len(s.candidates) for s in stages},
                   "union_size": len(fused)}
+        priority: dict[str, int] = {}
         if settings.identifier_priority:
             query_identifiers, named_hits, rare = lookups or self._identifier_lookups(query, self.store)
             named = self._named_candidates(named_hits, fused, depth)
             fused = [*fused, *named]
             passages = self._passages([c.chunk_id for c in fused], known_rows)
-            fused, promoted = identifier_priority(fused, passages, query_identifiers, rare)
+            fused, priority = identifier_priority(fused, passages, query_identifiers, rare)
             detail["identifier_priority"] = {"identifiers": query_identifiers,
-                                             "rare": sorted(rare), "promoted": promoted,
+                                             "rare": sorted(rare), "promoted": len(priority),
                                              "named_added": [c.chunk_id for c in named]}
         else:
             passages = self._passages([c.chunk_id for c in fused], known_rows)
         stages.append(Stage("fused", tuple(fused), (time.perf_counter() - t0) * 1000, detail))
 
         stages.append(self._rerank(query, fused, passages))
-        return RetrievalResult(query, tuple(stages), passages, self.representation_id)
+        return RetrievalResult(query, tuple(stages), passages, self.representation_id, priority)
 
     def _identifier_lookups(self, query: str, store: Store) -> tuple[list[str], list[Hit], set[str]]:
         """The query's identifiers, the chunks of files they name, and which of them are rare.
@@ -442,24 +424,25 @@ class Retriever:
             self._lexical_conn = None
 
     def _passages(self, chunk_ids: Sequence[str],
-                  known: dict[str, dict] | None = None) -> dict[str, PassageText]:
+                  known: dict[str, dict] | None = None) -> dict[str, Passage]:
         """The passages of `chunk_ids`; rows in `known` (read in the same snapshot) are not read again."""
         known = known or {}
         missing = [cid for cid in chunk_ids if cid not in known]
         fetched = self.store.chunk_texts(missing) if missing else {}
         rows = {cid: known.get(cid) or fetched[cid] for cid in chunk_ids if cid in known or cid in fetched}
         return {
-            cid: PassageText(
+            cid: Passage(
                 chunk_id=cid, source_id=row["source_id"], text=row["text"], section=row["section"],
                 kind=row["kind"],
                 artifact_date=row["artifact_time"].date().isoformat() if row["artifact_time"] else None,
                 char_start=row["char_start"], char_end=row["char_end"],
                 identifiers=tuple(row["identifiers"]), name_terms=tuple(row["name_terms"]),
+                line_start=row.get("line_start"), line_end=row.get("line_end"),
             )
             for cid, row in rows.items()
         }
 
-    def _rerank(self, query: str, fused: Sequence[Candidate], passages: dict[str, PassageText]) -> Stage:
+    def _rerank(self, query: str, fused: Sequence[Candidate], passages: dict[str, Passage]) -> Stage:
         """The reranked stage; with reranker "none" it passes the fused order through."""
         settings = self.config.rerank
         t0 = time.perf_counter()

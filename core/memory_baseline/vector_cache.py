@@ -33,14 +33,12 @@ from typing import Any
 import numpy as np
 
 from .answer_cache import append_record
+from .config import VECTOR_CACHE_ENV, VECTOR_READ_FIRST_ENV, CacheConfig
+from .hashing import content_digest
 
-WRITE_ENV = "MEMORY_BASELINE_VECTOR_CACHE"
-READ_FIRST_ENV = "MEMORY_BASELINE_VECTOR_CACHE_PATH"
+WRITE_ENV = VECTOR_CACHE_ENV
+READ_FIRST_ENV = VECTOR_READ_FIRST_ENV
 USAGE_LOG_ENV = "MEMORY_BASELINE_VECTOR_CACHE_LOG"
-
-
-def text_digest(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def _log_usage(identity_key: str, served: Mapping[str, list[str]], computed: list[str]) -> None:
@@ -76,6 +74,11 @@ class VectorCache:
         self.root = Path(root)
         self.read_first = tuple(Path(p) for p in read_first)
         self._loaded: dict[str, dict[str, tuple[str, np.ndarray]]] = {}
+
+    @classmethod
+    def from_config(cls, cache: CacheConfig) -> VectorCache | None:
+        """The vector cache a configuration names, or None when it names none."""
+        return cls(cache.vectors, read_first=cache.vectors_read_first) if cache.vectors else None
 
     @classmethod
     def from_environment(cls) -> VectorCache | None:
@@ -172,7 +175,7 @@ class CachedEmbedder:
 
     def embed_documents(self, texts: Sequence[str], *, progress: bool = False) -> np.ndarray:
         key = self.identity.key()
-        digests = [text_digest(t) for t in texts]
+        digests = [content_digest(t) for t in texts]
         found = self.cache.get(key, digests)
         missing = {d: t for d, t in zip(digests, texts, strict=True) if d not in found}
         if missing:

@@ -47,6 +47,7 @@ STUDIES = {
                       "chapter 10: the grader on the tuning set, the probes and the held-out answers"),
     "pep-history": ("corpora.peps", "chapter 11: the PEPs with their past versions"),
     "named-recall": ("chapters.peps", "chapter 11: named-identifier recall of a run"),
+    "locomo": ("corpora.locomo", "chapter 12: LoCoMo imported, searched (retrieval) and read (answers)"),
     "answers": ("answers", "the answer caches: export a run's answers"),
     "readme": ("book.readme", "render the README's results sections from their artifacts"),
     "reproduction": ("book.reproduction", "clone, install and rebuild the book as a newcomer would"),
@@ -266,20 +267,25 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from memory_baseline.redaction import guarded_output, install_excepthook
+
     arguments = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in arguments
-    try:
-        args = build_parser().parse_args(arguments)
-        if not getattr(args, "handler", None):
-            raise UsageError("missing subcommand; see `memory-lab --help`")
-        return args.handler(args)
-    except KeyboardInterrupt:
-        print("memory-lab: interrupted", file=sys.stderr)
-        return 130
-    except Exception as exc:
-        if debug:
-            raise
-        return report_failure(exc, prog="memory-lab")
+    if debug:  # the traceback the interpreter prints passes through the library's redaction
+        install_excepthook()
+    with guarded_output(json_output="--json" in arguments):
+        try:
+            args = build_parser().parse_args(arguments)
+            if not getattr(args, "handler", None):
+                raise UsageError("missing subcommand; see `memory-lab --help`")
+            return args.handler(args)
+        except KeyboardInterrupt:
+            print("memory-lab: interrupted", file=sys.stderr)
+            return 130
+        except Exception as exc:
+            if debug:
+                raise
+            return report_failure(exc, prog="memory-lab")
 
 
 if __name__ == "__main__":

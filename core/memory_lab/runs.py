@@ -17,7 +17,6 @@ import os
 import platform
 import secrets
 import subprocess
-from collections.abc import Mapping
 from datetime import UTC, datetime
 from importlib import metadata as importlib_metadata
 from pathlib import Path
@@ -25,6 +24,8 @@ from typing import Any
 
 import psycopg
 
+from memory_baseline.jsonable import jsonable
+from memory_baseline.redaction import redact
 from memory_baseline.store import server_description
 
 MANIFEST = "manifest.json"
@@ -84,10 +85,6 @@ def machine_description(conn: psycopg.Connection | None = None) -> dict[str, Any
     return described
 
 
-def file_digest(path: str | Path) -> str:
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
-
-
 def corpus_digest(corpus_dir: str | Path) -> str:
     """sha256 over every file's relative path and bytes, in sorted path order."""
     root = Path(corpus_dir).resolve()
@@ -98,21 +95,6 @@ def corpus_digest(corpus_dir: str | Path) -> str:
         digest.update(path.read_bytes())
         digest.update(b"\0")
     return digest.hexdigest()
-
-
-def jsonable(value: Any) -> Any:
-    """`value` with tuples as lists, paths as strings and dataclasses as dicts."""
-    if hasattr(value, "to_dict"):
-        return jsonable(value.to_dict())
-    if isinstance(value, Mapping):
-        return {str(k): jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple | set | frozenset):
-        return [jsonable(v) for v in value]
-    if isinstance(value, Path):
-        return str(value)
-    if isinstance(value, datetime):
-        return value.isoformat()
-    return value
 
 
 def manifest_header(kind: str, *, run_id: str | None = None, config: Any = None,
@@ -140,10 +122,14 @@ def new_run_dir(runs_root: str | Path, prefix: str = "") -> Path:
 
 
 def write_json(path: Path, document: Any) -> None:
-    """Write `document` to `path` atomically (a reader sees the old or the new file)."""
+    """Write `document` to `path` atomically (a reader sees the old or the new file).
+
+    A configured credential (a `DATABASE_URL` password, say) is masked, as on every
+    output path (`memory_baseline.redaction`).
+    """
     temporary = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-    temporary.write_text(json.dumps(jsonable(document), indent=2, ensure_ascii=False) + "\n",
-                         encoding="utf-8")
+    text = json.dumps(jsonable(document), indent=2, ensure_ascii=False) + "\n"
+    temporary.write_text(redact(text, shapes=False), encoding="utf-8")
     temporary.replace(path)
 
 

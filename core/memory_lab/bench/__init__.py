@@ -1,6 +1,6 @@
 """Benchmarks of the baseline's cost and scale: each writes one JSON result and, most, a figure.
 
-Seven benchmarks (`memory-lab bench NAME`, or `python -m memory_lab.bench NAME`),
+Eight benchmarks (`memory-lab bench NAME`, or `python -m memory_lab.bench NAME`),
 one module each:
 
 - ``ingest`` (`ingest`): wall time of `refresh.sync` on a generated world against
@@ -19,6 +19,8 @@ one module each:
   the oracle context, and the evidence quotes it keeps (no reading).
 - ``encoder-threads`` (`encoder_threads`): the torch thread counts the encoder
   uses for queries and for ingest, measured.
+- ``mcp`` (`mcp`): a warm `search` through the MCP server against a cold CLI search
+  at the fixture, the PEPs and 100k chunks, and the first streamed token of `ask`.
 
 Shared parts: `common` (results folder, machine description, timing),
 `synthetic` (generated corpora, synthetic vectors, bulk loads through the store),
@@ -44,6 +46,7 @@ from memory_lab.bench.ingest import bench_ingest
 from memory_lab.bench.ingest import figure as _figure_ingest
 from memory_lab.bench.latency import bench_latency
 from memory_lab.bench.latency import figure as _figure_latency
+from memory_lab.bench.mcp import bench_mcp
 from memory_lab.bench.scale import bench_scale
 from memory_lab.bench.scale import figure as _figure_scale
 from memory_lab.bench.scifact import bench_scifact, bench_scifact_train
@@ -56,7 +59,8 @@ from memory_lab.bench.synthetic import (
     world_corpus,
 )
 
-BENCHMARKS = ("ingest", "latency", "scale", "scifact", "scifact-train", "compression", "encoder-threads")
+BENCHMARKS = ("ingest", "latency", "scale", "scifact", "scifact-train", "compression", "encoder-threads",
+              "mcp")
 FIGURES: dict[str, Callable[[dict[str, Any], Any], Any]] = {
     "ingest": _figure_ingest, "latency": _figure_latency, "scale": _figure_scale,
     "scifact": _figure_scifact,
@@ -104,6 +108,11 @@ def configure_parser(parser: argparse.ArgumentParser) -> argparse.ArgumentParser
     parser.add_argument("--keep-index", action="store_true", help="keep the benchmark's index")
     parser.add_argument("--reuse-index", action="store_true",
                         help="latency/scale: reuse indexes kept by an earlier --keep-index run")
+    parser.add_argument("--peps-index", default="bench_peps",
+                        help="mcp: an index holding the PEPs (measured only when it exists)")
+    parser.add_argument("--cold-queries", type=int, default=5, help="mcp: cold CLI searches per index")
+    parser.add_argument("--ask-questions", type=int, default=3,
+                        help="mcp: fixture questions read for the first streamed token (0: none)")
     parser.add_argument("--build-only", action="store_true",
                         help="latency/scale: build and keep the indexes, time nothing")
     return parser
@@ -156,6 +165,10 @@ def run_benchmark(args: argparse.Namespace, conn: psycopg.Connection | None = No
         elif args.name == "compression":
             corpora = dict(_corpus_argument(item) for item in args.corpus)
             document = bench_compression(conn, corpora or DEFAULT_COMPRESSION_CORPORA, split=args.split)
+        elif args.name == "mcp":
+            document = bench_mcp(conn, queries=args.queries, cold_queries=args.cold_queries,
+                                 peps_index=args.peps_index, ask_questions=args.ask_questions,
+                                 reuse=args.reuse_index)
         elif args.name == "encoder-threads":
             document = bench_encoder_threads(repeats=args.repeats)
         elif args.name == "scifact":

@@ -18,8 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from memory_baseline import bm25
-from memory_baseline.store import Store
+from memory_baseline.store import Store, bm25
+from memory_baseline.store.bm25 import postings as posting_arrays
 from memory_lab.stats import latency_summary
 
 TIE_TOLERANCE = 1e-9
@@ -86,17 +86,17 @@ def bm25_queries(store: Store, term_lists: Sequence[list[str]], *, k: int, k1: f
     whole, whole_cpu, fetch, score, names, postings, uncached = [], [], [], [], [], [], []
     exact, mismatched = 0, []
     warm = list(term_lists[:warmup])
-    shipped = bm25.SEGMENT_CACHE
+    shipped = posting_arrays.SEGMENT_CACHE
     no_cache = bm25.SegmentCache(max_bytes=0, min_postings=shipped.min_postings)
     for position, terms in enumerate([*warm, *term_lists]):
         # The same query with the segment cache off first (every segment sent), then as shipped.
-        bm25.SEGMENT_CACHE = no_cache
+        posting_arrays.SEGMENT_CACHE = no_cache
         try:
             t_uncached = time.perf_counter()
             store.lexical_bm25(terms, k, k1, b, name_weight)
             t_uncached = time.perf_counter() - t_uncached
         finally:
-            bm25.SEGMENT_CACHE = shipped
+            posting_arrays.SEGMENT_CACHE = shipped
         t0, c0 = time.perf_counter(), time.process_time()
         store.lexical_bm25(terms, k, k1, b, name_weight)
         t1, c1 = time.perf_counter(), time.process_time()

@@ -28,8 +28,8 @@ from tqdm.auto import tqdm
 
 from memory_baseline.config import Config, EmbedderConfig, ReaderConfig, RerankConfig
 from memory_baseline.embedders import Embedder, get_embedder
-from memory_baseline.retrieval import Retriever, query_terms
-from memory_baseline.store import Store
+from memory_baseline.retrieval import Retriever
+from memory_baseline.store import Store, query_terms
 from memory_lab.bench.common import BenchError, machine_description, timed
 from memory_lab.bench.exactness import Reference, bm25_queries
 from memory_lab.bench.synthetic import (
@@ -59,7 +59,7 @@ def stage_latencies(
     store = retriever.store
     rep_id = retriever.representation_id
     from memory_baseline.context import assemble, candidates_in_order
-    from memory_baseline.readers import ExtractiveReader, build_messages
+    from memory_baseline.reading import ExtractiveReader, build_messages
 
     counter_reader = ExtractiveReader(ReaderConfig(name="extractive"))
     times: dict[str, list[float]] = {name: [] for name in (
@@ -171,7 +171,7 @@ def llm_stage_latencies(
 ) -> dict[str, Any]:
     """Reranker and reader cost on a few queries (each costs seconds to minutes on 2 cores)."""
     from memory_baseline.baseline import Baseline
-    from memory_baseline.readers import get_reader
+    from memory_baseline.reading import get_reader
     from memory_baseline.rerank import get_reranker
 
     out: dict[str, Any] = {"queries": len(queries)}

@@ -25,8 +25,8 @@ from tqdm.auto import tqdm
 
 from memory_baseline.config import Config, EmbedderConfig
 from memory_baseline.embedders import get_embedder
-from memory_baseline.retrieval import Retriever, query_terms
-from memory_baseline.store import Store, data_directory
+from memory_baseline.retrieval import Retriever
+from memory_baseline.store import Store, data_directory, query_terms
 from memory_lab.bench.common import BenchError, machine_description, timed
 from memory_lab.bench.exactness import Reference, bm25_queries
 from memory_lab.bench.latency import encoder_query_latency

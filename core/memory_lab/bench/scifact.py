@@ -11,8 +11,7 @@ import psycopg
 
 from memory_baseline.config import Config
 from memory_baseline.embedders import get_embedder
-from memory_baseline.retrieval import query_terms
-from memory_baseline.store import Store
+from memory_baseline.store import Store, query_terms
 from memory_lab.bench.common import machine_description, timed
 from memory_lab.bench.exactness import same_top_k
 from memory_lab.ladders.tuning import QueryCachingEmbedder

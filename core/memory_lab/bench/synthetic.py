@@ -329,9 +329,9 @@ def load_corpus(
 def build_hnsw(conn: psycopg.Connection, index: str, *, m: int = 16, ef_construction: int = 64,
                maintenance_work_mem: str = "1GB", parallel_workers: int = 1) -> dict[str, Any]:
     """Build the index's HNSW index with explicit memory settings; returns seconds and settings."""
-    seconds = Store(conn, index).build_hnsw_with(
+    seconds = Store(conn, index).build_hnsw(
         m=m, ef_construction=ef_construction, maintenance_work_mem=maintenance_work_mem,
-        parallel_workers=parallel_workers)
+        parallel_workers=parallel_workers, rebuild=True)
     return {"seconds": round(seconds, 2), "m": m, "ef_construction": ef_construction,
             "maintenance_work_mem": maintenance_work_mem,
             "max_parallel_maintenance_workers": parallel_workers}

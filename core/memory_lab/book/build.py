@@ -39,7 +39,6 @@ installed.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import re
@@ -58,6 +57,7 @@ from tqdm.auto import tqdm
 
 from memory_baseline import vector_cache
 from memory_baseline.answer_cache import CACHE_ONLY_ENV, READ_FIRST_ENV, USAGE_LOG_ENV, AnswerCache, usage
+from memory_baseline.hashing import file_digest
 from memory_lab.book.paths import ROOT_ENV, project_root
 
 KERNEL_NAME = "memory-baseline"
@@ -177,10 +177,6 @@ def executed_name(source: Path) -> str:
     return f"{source.stem}.ipynb"
 
 
-def source_digest(source: Path) -> str:
-    return hashlib.sha256(source.read_bytes()).hexdigest()
-
-
 def read_chapter(source: Path, repo: str | Path | None = None) -> Any:
     """A chapter source as an `nbformat` notebook (jupytext), checked and ready for Papermill.
 
@@ -208,7 +204,7 @@ def read_chapter(source: Path, repo: str | Path | None = None) -> Any:
     root = _root(repo)
     resolved = source.resolve()
     shown = resolved.relative_to(root).as_posix() if resolved.is_relative_to(root) else str(resolved)
-    notebook.metadata["memory_lab"] = {"source": shown, "sha256": source_digest(source)}
+    notebook.metadata["memory_lab"] = {"source": shown, "sha256": file_digest(source)}
     return notebook
 
 
@@ -599,7 +595,7 @@ def book(
             seconds = execute_notebook(source, output, parameters, progress=progress, repo=repo,
                                        answer_log=answer_log, cached_only=cached_only)
             result.chapters.append(ChapterRun(source.stem, output, seconds, parameters,
-                                              _shown(source, repo), source_digest(source)))
+                                              _shown(source, repo), file_digest(source)))
         bar.close()
         result.answers = answer_usage(answer_log, repo, start)
         result.vectors = _shown_layers(vector_cache.usage(vector_log, vector_start), repo)

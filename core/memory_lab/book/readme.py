@@ -459,6 +459,38 @@ def reproduction(root: Path) -> str:
             "\n\n" + _markdown(pd.DataFrame(chapters)) + "\n")
 
 
+MCP = Path("benchmarks/results/mcp.json")
+
+
+def mcp_latency(root: Path) -> str:
+    """Warm search through the MCP server against a cold CLI search, and ask's first token."""
+    document = _load(root, MCP)
+    rows = []
+    for name, entry in document["indexes"].items():
+        if not entry.get("warm_mcp"):
+            rows.append({"index": name, "chunks": "–", "warm MCP search, p50 / p95 ms": "not measured",
+                         "cold CLI search, p50 / p95 ms": entry.get("why", "–")})
+            continue
+        rows.append({"index": name, "chunks": f"{entry['chunks']:,}",
+                     "warm MCP search, p50 / p95 ms": _ms(entry["warm_mcp"]["round_trip_ms"]),
+                     "cold CLI search, p50 / p95 ms": _ms(entry["cold_cli"]["wall_ms"])})
+    lines = [f"From `{MCP}` ({document['queries_per_index']} searches through one server per index, "
+             f"{document['cold_queries_per_index']} CLI processes; load average "
+             f"{_load_average(document)} when it started):", "", _markdown(pd.DataFrame(rows))]
+    first = document.get("first_token") or []
+    if first:
+        lines += ["", "`ask` streamed on the fixture (qwen-1.5b, answer cache off): time to the first token "
+                  "beside the prompt it had to read first:", "",
+                  _markdown(pd.DataFrame([{
+                      "prompt tokens": f"{r['prompt_tokens']:,}",
+                      "first token, s": f"{r['first_token_seconds']:.1f}",
+                      "runtime prefill, s": f"{r['runtime_prefill_seconds']:.1f}",
+                      "prefill tokens/s": f"{r['prefill_tokens_per_second']:.0f}"
+                      if r.get("prefill_tokens_per_second") else "–",
+                      "whole answer, s": f"{r['answer_seconds']:.1f}"} for r in first]))]
+    return "\n".join(lines) + "\n"
+
+
 RENDERERS: dict[str, Callable[[Path], str]] = {
     "scifact": scifact, "reader-ceiling": reader_ceiling, "reader-choice": reader_choice,
     "ladder": published_ladder,
@@ -466,6 +498,7 @@ RENDERERS: dict[str, Callable[[Path], str]] = {
     "latency": latency_stages, "scale": scale_summary,
     "scale-curve": scale_curve, "encoder": encoder_threads,
     "ingest": ingest_ratio, "reproduction": reproduction, "compression": compression,
+    "mcp": mcp_latency,
 }
 
 

@@ -2,7 +2,7 @@
 
     memory-lab study reproduction [--clone DIR] [--out benchmarks/results/book-reproduction.json]
 
-Issue 20 promises that the README's main command, on a fresh machine, rebuilds
+The README promises that its main command, on a fresh machine, rebuilds
 the published book from the committed answers, computes none of them, and does
 so in under 30 minutes on 2 cores. This checks it the way a newcomer would: the
 committed HEAD is cloned into a new folder, installed there with

@@ -12,7 +12,7 @@ from tqdm.auto import tqdm
 
 from memory_baseline.baseline import Baseline
 from memory_baseline.config import Config
-from memory_baseline.readers import Reader, get_reader
+from memory_baseline.reading import Reader, get_reader
 from memory_instrument import Task, stage_metrics
 from memory_lab.chapters.chunking import wasted_overlap
 from memory_lab.conditions import context_variants, sweep_factor  # noqa: F401 - called by the chapter

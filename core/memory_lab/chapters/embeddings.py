@@ -11,7 +11,7 @@ from typing import Any
 import psycopg
 
 from memory_baseline.config import Config
-from memory_baseline.readers import Reader
+from memory_baseline.reading import Reader
 from memory_baseline.store import Store
 from memory_instrument import Task
 from memory_lab.chapters.ingest import storage_bytes

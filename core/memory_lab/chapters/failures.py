@@ -11,7 +11,8 @@ from tqdm.auto import tqdm
 
 from memory_baseline.baseline import Baseline
 from memory_baseline.config import Config
-from memory_baseline.context import ContextTrace, Passage
+from memory_baseline.context import ContextTrace
+from memory_baseline.passages import Passage
 from memory_baseline.retrieval import RetrievalResult
 from memory_baseline.store import Store
 from memory_instrument import Task, load_tasks

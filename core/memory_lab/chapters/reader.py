@@ -217,7 +217,7 @@ def pooled_choice(study_dirs: Sequence[str | Path], *, condition: str = "oracle-
                   split: str = "dev") -> dict[str, Any]:
     """The default style chosen on the `split` tasks of every corpus of `study_dirs`, pooled.
 
-    Issue 23's rule: never one corpus, never test tasks. Only styles read on every corpus
+    The rule: never one corpus, never test tasks. Only styles read on every corpus
     compete; the pooled pass rate decides, then the mean of the per-corpus rates, then
     fewer seconds an answer. Beside the choice: each style's per-corpus rates and cost,
     and paired differences (bootstrap interval, McNemar) of the chosen style against
@@ -316,7 +316,7 @@ def held_out_figures(study_dirs: str | Path | Sequence[str | Path], style: str, 
                      condition: str = "oracle-source", split: str = "test") -> dict[str, Any]:
     """The chosen style on each corpus's `split` tasks: pass rate with interval, per type, cost.
 
-    Issue 23's check: at least 50% on each corpus, and at most 15 points between the best
+    The check: at least 50% on each corpus, and at most 15 points between the best
     and the worst corpus (`gap`). With several studies, a later reading of a corpus
     replaces an earlier one (`_latest_cases`); both are named in the document.
     """
@@ -354,7 +354,7 @@ def held_out_figures(study_dirs: str | Path | Sequence[str | Path], style: str, 
 
 def choice_document(dev_studies: Sequence[str | Path],
                     test_studies: Sequence[str | Path] | str | Path | None) -> dict[str, Any]:
-    """The results file of issue 23: the pooled dev choice and, once read, its test figures."""
+    """The reader study's results file: the pooled dev choice and, once read, its test figures."""
     if isinstance(test_studies, (str, Path)):
         test_studies = [test_studies]
     test_studies = list(test_studies or [])

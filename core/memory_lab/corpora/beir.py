@@ -48,6 +48,7 @@ from tqdm.auto import tqdm
 
 from memory_baseline.config import Config
 from memory_baseline.embedders import get_embedder
+from memory_baseline.hashing import file_digest
 from memory_baseline.refresh import SyncReport, sync
 from memory_baseline.retrieval import Retriever
 from memory_baseline.server import memory_home
@@ -142,15 +143,7 @@ def load_dataset(beir_dir: str | Path) -> BeirDataset:
     qrels = {p.stem: read_qrels(p) for p in sorted((root / "qrels").glob("*.tsv"))}
     if not corpus_path.is_file():
         raise BeirError(f"{corpus_path} is missing")
-    return BeirDataset(dataset_name(root), root, _file_sha256(corpus_path), queries, qrels)
-
-
-def _file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+    return BeirDataset(dataset_name(root), root, file_digest(corpus_path), queries, qrels)
 
 
 def doc_file_name(doc_id: str) -> str:

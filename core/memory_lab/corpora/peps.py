@@ -23,7 +23,6 @@ is hours of embedding for twelve tasks.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 import subprocess
@@ -32,6 +31,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from memory_baseline.hashing import content_digest
 from memory_baseline.ingest import Discovery, SourceRecord, decode_text, discover, source_kind
 from memory_instrument import Task, load_tasks
 
@@ -84,7 +84,7 @@ def read_version(mirror: str | Path, version: str) -> SourceRecord:
         raise PepHistoryError(f"{version} is not text ({not_text})")
     authored = _git(mirror, "show", "-s", "--format=%aI", sha).decode().strip()
     return SourceRecord(source_id=version, path=f"{mirror}/{path}@{sha}", kind=kind, text=text,
-                        content_hash=hashlib.sha256(data).hexdigest(), size_bytes=len(data),
+                        content_hash=content_digest(data), size_bytes=len(data),
                         artifact_time=datetime.fromisoformat(authored))
 
 

@@ -8,7 +8,7 @@ rank order), ``reranked`` exists only when a reranker ran, ``admitted`` is what 
 from __future__ import annotations
 
 from memory_baseline.context import ContextTrace
-from memory_baseline.readers import Answer
+from memory_baseline.reading import Answer
 from memory_baseline.retrieval import RetrievalResult
 from memory_instrument import Passage as InstrumentPassage
 from memory_instrument import (

@@ -1,4 +1,4 @@
-"""Issue 20's answer-level ladder: the LLM reader on every task of several corpora.
+"""The answer-level ladder: the LLM reader on every task of several corpora.
 
 Twelve fixture tasks, where one task is eight points, separate nothing. This
 reads every task of the fixture, the PEPs and two generated
@@ -47,7 +47,7 @@ CONDITIONS = ("no-memory", "hybrid", "best", "oracle-source")
 FULL_HISTORY = "full-history"
 # full-history fills the reader's window: even with the prefix read once, generating at that length
 # costs the 1.5B minutes an answer on 2 cores (the summary's cost table says how many), so it reads the
-# fixture's tasks, as issue 20 asks, and not every corpus.
+# fixture's tasks, and not every corpus.
 FULL_HISTORY_CORPORA = ("fixture",)
 COLD_CHECK_CORPUS = "fixture"
 COLD = "full-history-cold"

@@ -1,4 +1,4 @@
-"""Issue 20's compression condition read at answer level: does cutting the reader's context buy time
+"""The compression condition read at answer level: does cutting the reader's context buy time
 without losing passes?
 
 `bench compression` screened sentence compression without reading (how many tokens it cuts, how

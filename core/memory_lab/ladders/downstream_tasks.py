@@ -2,7 +2,7 @@
 
 Q6 asks whether the history improved the work. A downstream case passes when its work
 product passed its checks (`Score.artifact_pass`: the task's executed harness, or its
-lexical checks where it has none). The control is ``no-memory``, which since issue 18
+lexical checks where it has none). The control is ``no-memory``, which
 asks in the same reading style, layout and output format as the history conditions,
 only without history (`memory_baseline.reading.SYSTEM_DATED_NO_HISTORY`), so a
 difference is the history's and not the prompt's.

@@ -61,8 +61,9 @@ from memory_baseline.context_sources import (
     given,
 )
 from memory_baseline.embedders import Embedder, get_embedder
+from memory_baseline.hashing import file_digest
 from memory_baseline.ingest import Discovery, SourceRecord, discover
-from memory_baseline.readers import Reader, get_reader
+from memory_baseline.reading import Reader, get_reader
 from memory_baseline.refresh import sync
 from memory_baseline.retrieval import Retriever
 from memory_instrument import (
@@ -83,7 +84,6 @@ from memory_lab.ladders.tuning import BestChoice, QueryCachingEmbedder, tune_bes
 from memory_lab.runs import (
     MANIFEST,
     corpus_digest,
-    file_digest,
     manifest_header,
     new_run_dir,
     write_json,
@@ -445,7 +445,10 @@ def _check_resume(previous: dict[str, Any], fingerprint: dict[str, Any]) -> None
         except ConfigError as error:
             raise EvaluationError(f"cannot resume: the manifest's configuration of {name!r} no longer "
                                   f"loads ({error})") from None
-        if before != document["config"]:
+        # Where answers are looked up (the cache section) does not change what a condition is:
+        # a resumed run may read the same answers from another checkout's folders.
+        before.pop("cache", None)
+        if before != {k: v for k, v in document["config"].items() if k != "cache"}:
             raise EvaluationError(
                 f"cannot resume: the effective configuration of {name!r} differs from the manifest"
             )

@@ -11,7 +11,7 @@ from bisect import bisect_left, bisect_right
 
 from memory_baseline.chunking import sentence_boundaries
 from memory_baseline.ingest import SourceRecord
-from memory_baseline.retrieval import PassageText
+from memory_baseline.passages import Passage
 from memory_instrument import (
     Task,
 )
@@ -21,12 +21,13 @@ SPAN_CONTEXT_SENTENCES = 1
 SPAN_CONTEXT_MAX_CHARS = 400
 
 
-def _passage(record: SourceRecord, start: int, end: int, chunk_id: str) -> PassageText:
-    return PassageText(
+def _passage(record: SourceRecord, start: int, end: int, chunk_id: str) -> Passage:
+    return Passage(
         chunk_id=chunk_id, source_id=record.source_id, text=record.text[start:end], section=None,
         kind=record.kind,
         artifact_date=record.artifact_time.date().isoformat() if record.artifact_time else None,
-        char_start=start, char_end=end,
+        char_start=start, char_end=end, line_start=record.text.count("\n", 0, start) + 1,
+        line_end=record.text.count("\n", 0, max(start, end - 1)) + 1,
     )
 
 
@@ -49,7 +50,7 @@ def _span_with_context(text: str, start: int, end: int) -> tuple[int, int]:
             min(wide_end, end + SPAN_CONTEXT_MAX_CHARS))
 
 
-def oracle_span_passages(task: Task, corpus: dict[str, SourceRecord]) -> list[PassageText]:
+def oracle_span_passages(task: Task, corpus: dict[str, SourceRecord]) -> list[Passage]:
     """The minimal evidence: each quote widened by a sentence, overlapping spans merged.
 
     An answerable task without evidence quotes falls back to its whole expected sources
@@ -79,13 +80,13 @@ def oracle_span_passages(task: Task, corpus: dict[str, SourceRecord]) -> list[Pa
     return passages
 
 
-def oracle_source_passages(task: Task, corpus: dict[str, SourceRecord]) -> list[PassageText]:
+def oracle_source_passages(task: Task, corpus: dict[str, SourceRecord]) -> list[Passage]:
     """The whole expected files, in the task's order."""
     return [_passage(record, 0, len(record.text), f"{record.source_id}#all")
             for record in (_corpus_record(corpus, s, task) for s in task.expected_sources)]
 
 
-def full_history_passages(corpus: dict[str, SourceRecord]) -> list[PassageText]:
+def full_history_passages(corpus: dict[str, SourceRecord]) -> list[Passage]:
     """Every source, oldest artifact date first; undated sources last, then by path."""
     ordered = sorted(corpus.values(), key=lambda r: (r.artifact_time is None,
                                                      r.artifact_time.isoformat() if r.artifact_time else "",

@@ -1,4 +1,4 @@
-"""Issue 20's retrieval-level ladder: every task of every corpus, no LLM reading.
+"""The retrieval-level ladder: every task of every corpus, no LLM reading.
 
 The answer-level ladder costs a minute or more an answer; what retrieval finds costs
 milliseconds. This runs the retrieval rungs (`lexical`, `dense`, `hybrid`, `best`)

@@ -21,7 +21,7 @@ from memory_baseline.context_sources import (
     Prefetched,
 )
 from memory_baseline.embedders import Embedder, get_embedder
-from memory_baseline.readers import Reader
+from memory_baseline.reading import Reader
 from memory_baseline.retrieval import Retriever
 from memory_instrument import (
     Task,

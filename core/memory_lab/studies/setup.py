@@ -7,18 +7,19 @@ import hashlib
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import psycopg
 
 from memory_baseline.config import Config
-from memory_baseline.readers import Reader, get_reader
+from memory_baseline.hashing import file_digest
+from memory_baseline.jsonable import jsonable
+from memory_baseline.reading import Reader, get_reader
 from memory_baseline.refresh import SyncReport, sync
 from memory_instrument import Task, load_tasks, write_task_file
 from memory_lab.book.paths import project_root
-from memory_lab.runs import corpus_digest, file_digest, finish_run, start_run, write_json
+from memory_lab.runs import corpus_digest, finish_run, start_run, write_json
 
 RETRIEVAL_STAGES = ("lexical", "dense", "fused", "reranked")
 
@@ -49,20 +50,6 @@ def display_path(path: str | Path) -> str:
         return str(resolved)
 
 
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, Path):
-        return display_path(value)
-    if isinstance(value, Mapping):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple | set):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, datetime):
-        return value.isoformat()
-    if hasattr(value, "to_dict"):
-        return _jsonable(value.to_dict())
-    return value
-
-
 # -- study run directories ---------------------------------------------------------------
 
 
@@ -89,7 +76,7 @@ class StudyRun:
 
     def record(self, key: str, value: Any) -> None:
         """Add a fact (a configuration, a model identity) to the manifest now."""
-        self.manifest[key] = _jsonable(value)
+        self.manifest[key] = jsonable(value, path=display_path)
         self._write()
 
     def write_rows(self, name: str, rows: Sequence[Mapping[str, Any]]) -> Path:
@@ -109,7 +96,7 @@ class StudyRun:
         return path
 
     def finish(self, **facts: Any) -> None:
-        finish_run(self.run_dir, self.manifest, **_jsonable(facts))
+        finish_run(self.run_dir, self.manifest, **jsonable(facts, path=display_path))
 
     def _write(self) -> None:
         write_json(self.manifest_path, self.manifest)
@@ -117,7 +104,7 @@ class StudyRun:
 
 def _cell(value: Any) -> Any:
     if isinstance(value, list | tuple | dict):
-        return json.dumps(_jsonable(value), ensure_ascii=False)
+        return json.dumps(jsonable(value, path=display_path), ensure_ascii=False)
     return value
 
 
@@ -128,7 +115,7 @@ def start_study(
     """Create a fresh run directory for `study`; an existing one is never reused."""
     facts: dict[str, Any] = {
         "study": study,
-        "parameters": _jsonable(dict(parameters)),
+        "parameters": jsonable(dict(parameters), path=display_path),
         "corpora": {name: {"path": display_path(path), "digest": corpus_digest(path)}
                     for name, path in (corpora or {}).items()},
     }

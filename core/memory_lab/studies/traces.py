@@ -13,7 +13,7 @@ from tqdm.auto import tqdm
 from memory_baseline.baseline import Baseline
 from memory_baseline.config import Config
 from memory_baseline.context import ContextTrace
-from memory_baseline.readers import Reader
+from memory_baseline.reading import Reader
 from memory_baseline.retrieval import RetrievalResult
 from memory_instrument import Task, stage_metrics
 from memory_lab.studies.setup import RETRIEVAL_STAGES, StudyRun

@@ -1,4 +1,4 @@
-"""Readers on real models: exact prompt counts, enforced citations, the answer cache, Ollama errors."""
+"""Readers by name on real models: exact prompt counts, the answer cache, Ollama errors, extractive."""
 
 from __future__ import annotations
 
@@ -11,14 +11,13 @@ from conftest import FIXTURE_HISTORY
 from memory_baseline.answer_cache import AnswerCache
 from memory_baseline.baseline import Baseline
 from memory_baseline.config import ContextConfig, ReaderConfig
-from memory_baseline.context import Passage
 from memory_baseline.models import get_llm
-from memory_baseline.readers import (
+from memory_baseline.passages import Passage
+from memory_baseline.reading import (
     INSUFFICIENT,
     LocalLLMReader,
     ReaderError,
     build_messages,
-    check_citations,
     get_reader,
     is_abstention,
     parse_citations,
@@ -38,6 +37,10 @@ ADR = passage(
     rank=1, date="2024-07-10",
 )
 LUNCH = passage("notes/lunch.md", "The team lunch moved to Thursdays at noon.", rank=2)
+
+ADR9 = Passage("decisions/adr-009.md#0", "decisions/adr-009.md",
+               "# ADR-009\nWe do not adopt Redis. The proposal is rejected.", None, "decision",
+               "2024-08-14", 2)
 
 
 @pytest.fixture()
@@ -100,32 +103,32 @@ def test_qwen_answer_cites_only_admitted_ids_and_is_cached(answer_cache):
     assert other.extra["cache"]["key"] != first.extra["cache"]["key"]
 
 
-def test_unknown_citation_is_flagged_and_removed():
-    text = ("New services use PostgreSQL [decisions/adr-007.md, decisions/adr-099.md]. "
-            "Lunch is on Thursdays [notes/lunch.md]. Redis was adopted [sessions/session-999.md]. "
-            "See also [adr-007.md] and [a plain remark].\n```yaml\nlist: [x/y.md]\n```")
-    checked = check_citations(text, [ADR, LUNCH], enforce=True)
-    assert checked.citations == ("decisions/adr-007.md", "notes/lunch.md")
-    assert checked.unknown == ("decisions/adr-099.md", "sessions/session-999.md")
-    assert checked.resolved == {"adr-007.md": "decisions/adr-007.md"}
-    assert "adr-099" not in checked.text and "session-999" not in checked.text
-    assert "Redis was adopted." in checked.text
-    assert "[decisions/adr-007.md]" in checked.text and "[a plain remark]" in checked.text
-    assert "list: [x/y.md]" in checked.text  # code is work product, left as written
-    flagged = check_citations(text, [ADR, LUNCH], enforce=False)
-    assert flagged.text == text and flagged.unknown == checked.unknown
-
-
-def test_chunk_id_citation_counts_as_its_source():
-    checked = check_citations("PostgreSQL [decisions/adr-007.md#0].", [ADR], enforce=True)
-    assert checked.citations == ("decisions/adr-007.md",) and checked.unknown == ()
-
-
 def test_extractive_abstains_on_unrelated_passages():
     reader = get_reader(ReaderConfig(name="extractive"))
     answer = reader.answer("Which Kubernetes autoscaling policy did we set?", [LUNCH], None)
     assert answer.abstained and is_abstention(answer.text) and answer.citations == ()
     assert INSUFFICIENT in answer.text
+
+
+def test_extractive_reads_alike_in_every_style_and_unknown_styles_fail_in_one_line():
+    plain = get_reader(ReaderConfig(name="extractive", style="plain"))
+    styled = get_reader(ReaderConfig(name="extractive", style="structured"))
+    assert styled.identity == plain.identity
+    assert styled.answer("Did we adopt Redis?", [ADR9], None).text == \
+        plain.answer("Did we adopt Redis?", [ADR9], None).text
+    with pytest.raises(ReaderError, match="unknown style"):
+        get_reader(ReaderConfig(name="extractive", style="poetic"))
+    with pytest.raises(ReaderError, match="unknown style"):
+        get_reader(ReaderConfig(name="smollm2", style="poetic"))
+
+
+def test_consulted_history_with_nothing_admitted_abstains_without_a_call(tmp_path):
+    reader = get_reader(ReaderConfig(name="smollm2"), cache=AnswerCache(tmp_path))
+    answer = reader.answer("What autoscaling policy did we set?", [], None)
+    assert answer.abstained and answer.usage.calls == 0
+    # No memory at all is another thing: the model is asked in its own style, without history.
+    messages = reader.messages("What autoscaling policy did we set?", [], None, history=False)
+    assert "none of its records are available" in messages[0]["content"]
 
 
 def test_ollama_without_a_server_is_one_line(monkeypatch):

@@ -1,4 +1,4 @@
-"""Reading styles: prompts, grammars, rendering, and the styles on a real model and real runs."""
+"""Reading styles: prompts, schemas, grammars, rendering, template hashes; on a real model and in a study."""
 
 from __future__ import annotations
 
@@ -9,13 +9,12 @@ from conftest import FIXTURE_HISTORY, FIXTURE_TASKS
 
 from memory_baseline.answer_cache import AnswerCache
 from memory_baseline.config import Config, ReaderConfig
-from memory_baseline.context import Passage
-from memory_baseline.readers import ReaderError, check_citations, get_reader
+from memory_baseline.passages import Passage
 from memory_baseline.reading import (
     STATUSES,
     answer_schema,
     claims_schema,
-    is_work_request,
+    get_reader,
     messages_for,
     ordered_for_reading,
     quote_verified,
@@ -25,7 +24,6 @@ from memory_baseline.reading import (
     split_reply,
 )
 from memory_baseline.store import Store
-from memory_instrument import load_tasks
 from memory_lab.chapters.reader import (
     ceiling_rows,
     choose_style,
@@ -43,11 +41,6 @@ ADR9 = Passage("decisions/adr-009.md#0", "decisions/adr-009.md",
                "2024-08-14", 2)
 SESSION = Passage("sessions/session-040.md#0", "sessions/session-040.md",
                   "Omar proposed Redis for fan-out.", None, "session", "2024-08-01", 3)
-
-
-def test_work_requests_are_exactly_the_fixture_downstream_tasks():
-    for task in load_tasks(FIXTURE_TASKS):
-        assert is_work_request(task.query) == (task.question_type == "downstream"), task.id
 
 
 def test_dated_prompt_states_the_date_first_and_orders_passages_by_date():
@@ -117,18 +110,6 @@ def test_quote_verification_ignores_case_and_whitespace():
     assert not quote_verified("We do not adopt Redis.", ADR7.source_id, [ADR9])
 
 
-def test_extractive_reads_alike_in_every_style_and_unknown_styles_fail_in_one_line():
-    plain = get_reader(ReaderConfig(name="extractive", style="plain"))
-    styled = get_reader(ReaderConfig(name="extractive", style="structured"))
-    assert styled.identity == plain.identity
-    assert styled.answer("Did we adopt Redis?", [ADR9], None).text == \
-        plain.answer("Did we adopt Redis?", [ADR9], None).text
-    with pytest.raises(ReaderError, match="unknown style"):
-        get_reader(ReaderConfig(name="extractive", style="poetic"))
-    with pytest.raises(ReaderError, match="unknown style"):
-        get_reader(ReaderConfig(name="smollm2", style="poetic"))
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("style", ["structured", "two-step", "focused", "itemised"])
 def test_styles_on_a_real_model_cite_only_admitted_ids(style, tmp_path):
@@ -141,15 +122,6 @@ def test_styles_on_a_real_model_cite_only_admitted_ids(style, tmp_path):
     assert 1 <= answer.usage.calls <= 2 and answer.reader["style"] == routed_style(style, "Did we adopt")
     again = reader.answer("Did we adopt Redis for fan-out?", [ADR9, SESSION], "2024-09-01")
     assert again.cached and again.text == answer.text
-
-
-def test_consulted_history_with_nothing_admitted_abstains_without_a_call(tmp_path):
-    reader = get_reader(ReaderConfig(name="smollm2"), cache=AnswerCache(tmp_path))
-    answer = reader.answer("What autoscaling policy did we set?", [], None)
-    assert answer.abstained and answer.usage.calls == 0
-    # No memory at all is another thing: the model is asked in its own style, without history.
-    messages = reader.messages("What autoscaling policy did we set?", [], None, history=False)
-    assert "none of its records are available" in messages[0]["content"]
 
 
 @pytest.mark.slow
@@ -208,63 +180,6 @@ def _check_study(conn, config, corpora, tmp_path):
     again = run_reader_study(conn, config, corpora, ["plain", "structured"], conditions=["oracle-span"],
                              resume=study.run_dir, progress=False)
     assert len(again.manifest["runs"]) == 2
-
-
-def test_work_request_prose_is_one_line_and_table_headers_are_not_citations():
-    work = (json.dumps({"evidence": [{"source": ADR7.source_id, "quote": "PostgreSQL"}],
-                        "answer": "The entry is:\n[services.shipments]\nevent_store = \"postgresql\""})
-            + '\n```toml\n[services.shipments]\nevent_store = "postgresql"\n```')
-    assert render("structured", work, [ADR7]).text.startswith(f"The entry is [{ADR7.source_id}]\n\n```toml")
-    # Plain free text with a table header outside a fence: enforcement removes it, since the
-    # instrument would read it as a citation of a source the reader never saw.
-    text = 'Add [services.shipments] with event_store "postgresql" [decisions/adr-007.md].'
-    checked = check_citations(text, [ADR7], enforce=True)
-    assert checked.unknown == ("services.shipments",) and "[services.shipments]" not in checked.text
-
-
-def test_focused_style_asks_for_a_status_only_when_the_question_is_about_an_outcome():
-    from memory_baseline.reading import answer_schema, messages_for, question_kind
-
-    ids = ["adr/adr-007.md", "sessions/session-012.md"]
-    assert question_kind("Is ADR-003 still in force?") == "outcome"
-    assert question_kind("Why did the project move the event store to PostgreSQL?") == "why"
-    assert question_kind("Where did we discuss the event-store backend?") == "where"
-    assert "status" in answer_schema(ids, "Is ADR-003 still in force?", focused=True)["properties"]
-    why = answer_schema(ids, "Why did the project move to PostgreSQL?", focused=True)
-    assert "status" not in why["properties"]
-    where = answer_schema(ids, "Where did we discuss the backend?", focused=True)
-    assert where["properties"]["evidence"]["maxItems"] > answer_schema(ids, "Where?")["properties"][
-        "evidence"]["maxItems"]
-    prompt = messages_for("focused", "Why did the project move to PostgreSQL?", [], None)[-1]["content"]
-    assert "reasons the sources state" in prompt and "do not restate the question" in prompt
-
-
-def test_itemised_reads_promises_and_work_its_own_way_and_hands_the_rest_to_structured(tmp_path):
-    from memory_baseline.reading import itemised_kind
-
-    routed = {task.id: itemised_kind(task.query) for task in load_tasks(FIXTURE_TASKS)}
-    for task in load_tasks(FIXTURE_TASKS):
-        if task.question_type == "downstream":
-            assert routed[task.id] == "work", task.id
-        elif task.question_type == "obligations" and task.query.startswith(("Which", "What")):
-            assert routed[task.id] == "items", task.id
-        elif routed[task.id] is None:  # every other question: structured's prompt, byte for byte
-            assert messages_for("itemised", task.query, [ADR7], task.as_of) == \
-                messages_for("structured", task.query, [ADR7], task.as_of)
-    assert itemised_kind("What was the status of PEP 649, deferred evaluation of annotations?") is None
-    assert itemised_kind("What did PEP 758 defer for later?") == "items"
-    assert itemised_kind("Have the keys promised after evt-204 been added?") is None  # yes/no: structured
-    assert itemised_kind("Write Python that dispatches on a command string.") == "work"
-    # The identity under which an answer is cached follows the routing: a structured question
-    # asked of an itemised reader is structured's cache entry.
-    question = "Did we adopt Redis for fan-out?"
-    itemised = get_reader(ReaderConfig(name="smollm2", style="itemised"), cache=AnswerCache(tmp_path))
-    structured = get_reader(ReaderConfig(name="smollm2", style="structured"), cache=AnswerCache(tmp_path))
-    assert itemised.messages(question, [ADR9], None) == structured.messages(question, [ADR9], None)
-    assert itemised.identity["style"] == "itemised"
-    from memory_baseline.readers import _routed
-
-    assert _routed(itemised.identity, "itemised", question) == ("structured", structured.identity)
 
 
 def test_itemised_answers_a_promise_question_without_a_status_and_keeps_work_as_written():
