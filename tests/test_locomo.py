@@ -156,8 +156,9 @@ def test_locomo_normalisation_drops_commas_punctuation_articles_and_and():
 
 
 def test_turn_recall_counts_a_turn_only_inside_a_chunk_and_what_a_cut_chunk_kept():
-    from memory_baseline.context import ContextTrace, Passage
-    from memory_baseline.retrieval import Candidate, PassageText, RetrievalResult, Stage
+    from memory_baseline.context import ContextTrace
+    from memory_baseline.passages import Passage
+    from memory_baseline.retrieval import Candidate, RetrievalResult, Stage
     from memory_instrument import parse_task
     from memory_lab.ladders.locomo_retrieval import Span, case_row
 
@@ -165,7 +166,8 @@ def test_turn_recall_counts_a_turn_only_inside_a_chunk_and_what_a_cut_chunk_kept
     text = "x" * 300
 
     def passage(chunk_id, start, end, other=source):
-        return PassageText(chunk_id, other, text[start:end], None, "markdown", None, start, end)
+        return Passage(chunk_id, other, text[start:end], None, "markdown", None, char_start=start,
+                       char_end=end)
 
     passages = {"a#0": passage("a#0", 0, 120), "a#1": passage("a#1", 100, 260),
                 "b#0": passage("b#0", 0, 100, "sessions/session-02.md")}
