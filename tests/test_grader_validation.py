@@ -18,11 +18,24 @@ from memory_baseline.passages import Passage as ReaderPassage
 from memory_baseline.reading import citations as reader_citations
 from memory_instrument import citations
 from memory_instrument.grader_version import GRADER_VERSION, grader_version
-from memory_instrument.judges import CallableClaimJudge, admit_judge, load_claims
+from memory_instrument.judges import (
+    CallableClaimJudge,
+    admit_judge,
+    load_claims,
+    measure_answer_judge,
+)
 from memory_instrument.outputs import Passage, SystemOutput
 from memory_instrument.scoring import parse_citations, score_task
 from memory_instrument.tasks import TaskFileError, load_tasks, parse_task
-from memory_instrument.validation import load_probes, validate_grader
+from memory_instrument.validation import (
+    Confusion,
+    load_labelled_answers,
+    load_probes,
+    source_family,
+    validate_grader,
+    wilson_interval,
+)
+from memory_lab.ladders.grader_tuning import PEP_MIRROR, PEP_SNAPSHOT, validate_labelled_set
 from memory_lab.ladders.rescore import check_heldout, rescore_run
 
 REPO = Path(__file__).resolve().parents[1]
@@ -78,7 +91,65 @@ def test_grader_agrees_with_the_expert_labels(validation) -> None:
 def test_heldout_real_answers_are_never_passed_when_wrong() -> None:
     result = check_heldout(REPO)
     assert result["overall"]["false_pass"] == 0, result["misjudged"]
-    assert result["overall"]["agreement"] >= 0.9, result["misjudged"]
+    assert result["overall"]["agreement"] >= MIN_AGREEMENT, result["misjudged"]
+
+
+TUNING = FIXTURES / "grader" / "tuning" / "answers.json"
+
+
+def test_the_tuning_set_loads_in_the_labelled_answers_format() -> None:
+    items = load_labelled_answers(TUNING)
+    assert len(items) == 540 and {i.label for i in items} == {"pass", "fail"}
+    assert {i.task_file for i in items} >= {"fixtures/tasks.json", "fixtures/peps/tasks.json"}
+    assert sum(i.admitted is not None for i in items) == 66
+    assert source_family("real:qwen-1.5b/structured (oracle-source; benchmarks/runs/x)") == \
+        "real:qwen-1.5b"
+    assert source_family("imitated:smollm2") == "imitated:smollm2"
+    # The probe file reads through the same loader.
+    assert len(load_labelled_answers(FIXTURES / "grader" / "probes.json")) == 299
+
+
+@pytest.mark.skipif(not (REPO / PEP_SNAPSHOT).is_dir() or not PEP_MIRROR.is_dir(),
+                    reason="the PEP snapshot and the python/peps mirror live outside the repository")
+def test_grader_agrees_with_the_tuning_labels() -> None:
+    result = validate_labelled_set(REPO, TUNING)
+    overall = result["overall"]
+    misjudged = [(m["id"], m["label"], m["kind"]) for m in result["misjudged"]]
+    assert overall["agreement"] >= MIN_AGREEMENT, misjudged
+    assert overall["false_pass_rate"] <= MAX_FALSE_PASS_RATE, misjudged
+    # Every family is measured; the two imitated verbose styles are the weakest (their
+    # misses are paraphrases with none of the task's words, listed in grader-tuning.json).
+    families = result["by_source"]
+    assert set(families) >= {"real:qwen-1.5b", "real:extractive", "imitated:smollm2"}
+    assert all(f["agreement"] >= 0.93 for f in families.values()), families
+    assert families["real:qwen-1.5b"]["agreement"] >= 0.95
+
+
+def test_an_answer_judge_is_measured_beside_the_lexical_grader(tasks) -> None:
+    probes = load_probes(FIXTURES / "grader" / "probes.json")[:40]
+
+    class AlwaysPass:
+        identity = {"kind": "constant"}
+
+        def judge(self, task, answer, passages) -> bool:
+            return True
+
+    measured = measure_answer_judge(AlwaysPass(), probes, tasks, HISTORY)
+    assert measured["judge_agreement"] == sum(p.label == "pass" for p in probes) / len(probes)
+    assert measured["lexical_agreement"] == 1.0 and measured["answers"] == 40
+
+
+def test_wilson_intervals_match_scipy() -> None:
+    from scipy.stats import binomtest
+
+    for successes, trials in [(0, 9), (3, 40), (171, 235), (540, 540), (1, 2)]:
+        ours = wilson_interval(successes, trials)
+        theirs = binomtest(successes, trials).proportion_ci(method="wilson")
+        assert ours == pytest.approx((theirs.low, theirs.high), abs=1e-9)
+    assert wilson_interval(0, 0) is None
+    table = Confusion(true_pass=10, false_fail=2, false_pass=1, true_fail=20).to_dict()
+    assert table["agreement_ci"][0] < table["agreement"] < table["agreement_ci"][1]
+    assert table["false_pass_rate_ci"] == pytest.approx(list(wilson_interval(1, 21)))
 
 
 def _output(task, answer, *, sources=None, abstained=False, reported=()):

@@ -8,6 +8,16 @@ starts outside the pass rule: its verdicts are recorded beside the lexical
 check's and decide nothing. `admit_judge` measures it and the lexical check on
 the labelled claims (`fixtures/grader/claims.json`) and returns it inside the
 pass rule only if it is more accurate than the lexical check there.
+
+The answer grader has the same seam, unbuilt. What the lexical reader of answers
+(`reading`, `matching`) still passes is the false side detail: the right core with
+a wrong acceptance date, a false description of a superseding PEP, a contradictory
+list of deciders (`benchmarks/results/grader-tuning.json`, misjudged). An
+`AnswerJudge` (a model reading the answer beside its admitted passages) would be
+measured against the labelled answers with `measure_answer_judge`, like a claim
+judge against the labelled claims, and would only take part in the pass rule if it
+agreed with the labels more often than the lexical grader. None is built: a model
+reading every labelled answer costs more reading time than this machine has.
 """
 
 from __future__ import annotations
@@ -19,10 +29,11 @@ import urllib.request
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from .outputs import Passage
-from .scoring import ClaimJudge, check_claim
+from .scoring import ClaimJudge, check_claim, score_task
+from .tasks import Task
 
 JUDGE_PROMPT_VERSION = "claim-support-1"
 MAX_PASSAGE_CHARS = 6000
@@ -157,3 +168,41 @@ def admit_judge(
     beats = (measured["judge_accuracy"] or 0.0) > (measured["lexical_accuracy"] or 0.0)
     measured["admitted_to_pass_rule"] = beats
     return replace(judge, in_pass_rule=beats), measured
+
+
+# --- the answer judge's seam -----------------------------------------------------------------
+
+
+@runtime_checkable
+class AnswerJudge(Protocol):
+    """A second opinion on a whole answer (is it right, as of the task's date?)."""
+
+    identity: dict[str, str]
+
+    def judge(self, task: Task, answer: str, passages: Sequence[Passage]) -> bool: ...
+
+
+def measure_answer_judge(
+    judge: AnswerJudge, answers: Sequence[Any], tasks: Any, corpus_root: Any,
+) -> dict[str, Any]:
+    """Agreement with the labels of `judge` and of the lexical grader, on the same answers.
+
+    `answers`, `tasks` and `corpus_root` are what `validation.validate_grader` takes.
+    """
+    from .validation import _for_file, probe_output
+
+    rows: list[dict[str, Any]] = []
+    for item in answers:
+        task_set = _for_file(tasks, item, "task set")
+        output = probe_output(item, task_set, _for_file(corpus_root, item, "corpus"))
+        task = task_set.get(item.task_id)
+        rows.append({"id": item.id, "label": item.label == "pass",
+                     "lexical": score_task(task, output).passed,
+                     "judge": judge.judge(task, item.answer, output.admitted_passages)})
+
+    def agreement(key: str) -> float | None:
+        return sum(r[key] == r["label"] for r in rows) / len(rows) if rows else None
+
+    return {"answers": len(rows), "judge": dict(judge.identity),
+            "lexical_agreement": agreement("lexical"), "judge_agreement": agreement("judge"),
+            "rows": rows}

@@ -7,21 +7,25 @@ and old and new scores are never silently mixed.
 
 Decisions this module makes (and documents here, once):
 
-* Reading the answer. Phrases are matched as whole words and with their
-  polarity (`memory_instrument.matching`): a required phrase in a negated
-  clause is no match unless the phrase itself is the negative, and a forbidden
-  phrase in a negated clause is no hit. A leading structured status line
-  (``Status: rejected.``) is a field: it is split off before phrases are
-  matched and checked against the task's `expect.status` when the task has one.
+* Reading the answer: what it commits to, not which words it uses
+  (`memory_instrument.reading` against the task, `memory_instrument.matching`
+  for the language). Phrases are matched as words with their polarity, under
+  hedges (an answer that offers alternatives asserts none of them), with the
+  scope of negation readers use ("Not X any more: Y", "X isn't live yet",
+  "moved off X to Y", lists); a leading structured status line
+  (``Status: rejected.``) is a field, checked as a claim; a yes/no question is
+  answered by its reply.
 * Typed expectations (`answer.expect`, task-file version 2) hold beside the
-  phrase groups: a date or number the answer must state, the first of several
-  alternatives it asserts (`choice`), and the stated state of every promise
+  phrase groups: a date or number the answer must state, the option it asserts
+  as the state (`choice`), and the stated state of every promise
   (`obligations`: required items with their true state, closed items never
-  stated as open).
+  stated as open, no invented ones).
 * Abstention. The system's `abstained` flag is primary. An answer whose text
   says it cannot answer (`matching.ABSTENTION_PATTERNS`) also counts as an
   abstention, unless it passes every answer check of an answerable task; then
-  the reader has answered and merely hedged a part of it.
+  the reader has answered and merely hedged a part of it. On a task that must be
+  abstained from, an abstention that goes on to guess ("I could not find it,
+  but it was probably X") has made the claim it declined: `unsupported_answer`.
 * Outcome labels (exactly one per score, see OUTCOMES). An answerable task's
   abstention is a `false_abstention` when at least one expected source reached
   the reader, and a `missed_evidence_abstention` when none did: the first is a
@@ -30,7 +34,9 @@ Decisions this module makes (and documents here, once):
   abstention.
 * Citations follow the one grammar of the output contract
   (`memory_instrument.citations`). An id matches an admitted passage by source
-  id or chunk id (a ``path@commit`` id by its path). The instrument counts the
+  id or chunk id (a ``path@commit`` id by its path). A system that reports its
+  citations beside an answer without inline ones (`SystemOutput.citations`)
+  cites them for the whole answer. The instrument counts the
   cited ids that were not admitted itself (`unknown_citations`) and keeps what
   the system reported about its own (`reported_unknown_citations`, e.g. ids a
   reader removed from its text), with `unknown_citations_agree` saying whether
@@ -38,7 +44,8 @@ Decisions this module makes (and documents here, once):
 * Claim support. The answer outside fenced code is split into sentences (and
   lines); citations attach to the sentence they end, or to the previous one
   when they stand alone, and cover the uncited sentences before it in the same
-  paragraph. A cited claim is supported when a cited, admitted
+  paragraph (a citation opening a sentence belongs to the one before it, whose
+  full stop it follows). A cited claim is supported when a cited, admitted
   passage contains a quoted span of the claim (at least MIN_QUOTE_WORDS words,
   case and whitespace ignored), or else when at least SUPPORT_THRESHOLD of the
   claim's content words occur in the cited passages. This lexical check
@@ -69,6 +76,7 @@ from .grader_version import GRADER_VERSION
 from .harness import HarnessResult, load_harness, run_harness
 from .metrics import StageMetrics, normalise_text, stage_metrics, word_overlap
 from .outputs import STAGES, Passage, SystemOutput
+from .reading import CheckResult, read_answer
 from .tasks import ArtifactCheck, Task
 
 ABSTENTION_PHRASES: tuple[str, ...] = tuple(p.pattern for p in matching.ABSTENTION_PATTERNS)
@@ -76,6 +84,7 @@ ABSTENTION_PHRASES: tuple[str, ...] = tuple(p.pattern for p in matching.ABSTENTI
 SUPPORT_REQUIRED_TYPES = frozenset({"provenance"})
 SUPPORT_THRESHOLD = 0.6
 MIN_QUOTE_WORDS = 3
+MIN_COPIED_WORDS = 6
 
 OUTCOMES: tuple[str, ...] = (
     "correct_answer",
@@ -122,15 +131,6 @@ class ClaimCheck:
     overlap: float | None
     reason: str
     judge_supported: bool | None = None
-
-
-@dataclass(frozen=True)
-class CheckResult:
-    """The result of one artifact check."""
-
-    check: dict[str, Any]
-    passed: bool
-    reason: str
 
 
 @dataclass(frozen=True)
@@ -195,6 +195,7 @@ def _jsonable(value: Any) -> Any:
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=\S)")
 _LIST_MARKER = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
+_LEADING_CITATION = re.compile(r"^\s*(?:\[[^\[\]\n]+\]\s*)+(?=\S)")
 _QUOTED = re.compile(r"\"([^\"]+)\"|“([^”]+)”")
 
 
@@ -213,12 +214,22 @@ def parse_citations(text: str) -> list[tuple[str, list[str]]]:
     its paragraph, back to the previous citation. Text inside fenced code blocks is work
     product, not claims, and is skipped.
     """
-    prose = grammar.FENCED_BLOCK.sub("\n", text)
+    prose = grammar.FENCED_BLOCK.sub("\n\n", text)
     claims: list[tuple[str, list[str]]] = []
+    first_of_paragraph = 0
     for line in prose.splitlines():
+        if not line.strip():  # a blank line ends the paragraph a citation can cover
+            first_of_paragraph = len(claims)
+            continue
         line = _LIST_MARKER.sub("", line)
-        first_of_line = len(claims)
         for segment in _SENTENCE_END.split(line.strip()):
+            leading = _LEADING_CITATION.match(segment)
+            if leading and claims and len(claims) > first_of_paragraph:
+                # "Claim. [id] Next claim.": the id belongs to the claim its full stop ended.
+                _, ids = _strip_citations(leading.group(0))
+                previous, previous_ids = claims[-1]
+                claims[-1] = (previous, list(dict.fromkeys(previous_ids + ids)))
+                segment = segment[leading.end():]
             claim, ids = _strip_citations(segment)
             claim = claim.strip()
             if not re.search(r"\w", claim):
@@ -229,7 +240,7 @@ def parse_citations(text: str) -> list[tuple[str, list[str]]]:
                     claims.append(("", list(dict.fromkeys(ids))))
                 continue
             claims.append((claim, list(dict.fromkeys(ids))))
-        _cover_uncited_run(claims, first_of_line)
+        _cover_uncited_run(claims, first_of_paragraph)
     return claims
 
 
@@ -286,6 +297,46 @@ def check_claim(
     return ClaimCheck(claim, cited, supported, "overlap", overlap, reason, judge_verdict)
 
 
+def copied_citations(
+    claims: Sequence[tuple[str, Sequence[str]]], passages: Sequence[Passage]
+) -> frozenset[str]:
+    """The cited ids of a quote dump, which name no document as the answer.
+
+    A quote dump is an answer of two or more claims, every one a sentence copied out of
+    the source it cites and none of them that source's title, a heading or a record line
+    ("Agreed: ...", "Status: Rejected", "PEP: 8 Title: ..."): the reader has copied
+    evidence without saying which document answers. Any other answer's citations name
+    their sources (a locate question's "[sessions/session-036.md]").
+    """
+    cited = [(claim, ids) for claim, ids in claims if claim.strip() and ids]
+    if len(cited) < 2 or len(cited) < len([c for c, _ in claims if c.strip()]):
+        return frozenset()
+    for claim, ids in cited:
+        quote = _flat(claim)
+        if len(quote.split()) < MIN_COPIED_WORDS or _RECORD_LINE.match(claim.strip()):
+            return frozenset()
+        texts = [p.text for cid in ids for p in _passages_for(cid, passages)]
+        if not any(quote in _flat(t) and quote not in _flat(_title_part(t)) for t in texts):
+            return frozenset()
+    return frozenset(cid for _, ids in cited for cid in ids)
+
+
+# A line that labels what a record holds: a heading, or "Label: ..." ("Agreed:", "Status:").
+_RECORD_LINE = re.compile(r"^(?:#+\s|\w[\w.#/-]*(?: [\w.#/-]+){0,2}:\s)")
+
+
+def _flat(text: str) -> str:
+    """Casefolded, single-spaced, no space before punctuation (as claims are cut)."""
+    return re.sub(r"\s+([.,;:!?])", r"\1", normalise_text(text))
+
+
+def _title_part(text: str) -> str:
+    """A source's header block (up to its first blank line) and its heading lines."""
+    header = text.lstrip().split("\n\n", 1)[0]
+    headings = [line for line in text.splitlines() if line.lstrip().startswith("#")]
+    return "\n".join([header, *headings])
+
+
 # --- answer checks and abstention -----------------------------------------------------
 
 
@@ -299,84 +350,17 @@ def detect_abstention(output: SystemOutput) -> str | None:
     return None
 
 
-@dataclass(frozen=True)
-class _AnswerReading:
-    status: str | None
-    text: str  # normalised answer without its status line
-    matched: int
-    unmatched: list[tuple[str, ...]]
-    hits: list[str]
-    typed: tuple[CheckResult, ...]
-
-    @property
-    def passes(self) -> bool:
-        return not self.unmatched and not self.hits and all(c.passed for c in self.typed)
-
-
-def _read_answer(task: Task, answer: str) -> _AnswerReading:
-    status, rest = matching.split_status(answer)
-    text = matching.normalise(rest)
-    unmatched = [
-        group for group in task.answer.must_include
-        if not any(matching.asserts(text, phrase) for phrase in group)
-    ]
-    hits = [phrase for phrase in task.answer.must_not_include if matching.asserts(text, phrase)]
-    return _AnswerReading(
-        status=status, text=text, matched=len(task.answer.must_include) - len(unmatched),
-        unmatched=unmatched, hits=hits, typed=_typed_checks(task, status, text),
-    )
-
-
-def _typed_checks(task: Task, status: str | None, text: str) -> tuple[CheckResult, ...]:
-    expect = task.answer.expect
-    results: list[CheckResult] = []
-    if expect.status and status is not None:
-        ok = status in expect.status
-        results.append(CheckResult({"expect": "status", "any_of": list(expect.status)}, ok,
-                                   f"status field is {status!r}"))
-    if expect.date:
-        ok = matching.states_date(text, expect.date)
-        results.append(CheckResult({"expect": "date", "any_of": list(expect.date)}, ok,
-                                   "date stated" if ok else "none of the dates is stated"))
-    if expect.number:
-        ok = matching.states_number(text, expect.number)
-        found = matching.stated_numbers(text)
-        results.append(CheckResult({"expect": "number", "any_of": list(expect.number)}, ok,
-                                   f"numbers stated: {found}"))
-    if expect.choice is not None:
-        chosen = matching.first_choice(text, expect.choice.options)
-        ok = chosen == expect.choice.answer
-        results.append(CheckResult({"expect": "choice", "answer": expect.choice.answer}, ok,
-                                   f"first asserted option: {chosen}"))
-    if expect.obligations is not None:
-        results.append(_obligation_check(expect.obligations, text))
-    return tuple(results)
-
-
-def _obligation_check(spec: Any, text: str) -> CheckResult:
-    items = [*spec.open, *spec.closed]
-    truth = ["open"] * len(spec.open) + ["done"] * len(spec.closed)
-    problems: list[str] = []
-    for group, true_state, (mentioned, stated) in zip(
-        items, truth, matching.obligation_states(text, items), strict=True
-    ):
-        read = stated if stated is not None else (spec.unmarked if mentioned else None)
-        required = spec.require == "all" or true_state == "open"
-        if required and read != true_state:
-            problems.append(f"{group[0]!r} is {true_state}, answer says "
-                            f"{read or ('nothing' if mentioned else 'not mentioned')}")
-        elif not required and mentioned and read == "open":
-            problems.append(f"{group[0]!r} is closed, answer lists it as open")
-    reason = "; ".join(problems) if problems else "every promise stated with its true state"
-    return CheckResult({"expect": "obligations"}, not problems, reason)
-
-
 def _outcome(
-    task: Task, signal: str | None, checks_pass: bool, evidence_admitted: bool
+    task: Task, signal: str | None, checks_pass: bool, evidence_admitted: bool,
+    guessed: bool = False,
 ) -> tuple[str, bool]:
     """The outcome label, and whether the output counts as an abstention."""
     if task.answer.abstain:
-        return ("correct_abstention", True) if signal else ("unsupported_answer", False)
+        # An abstention that goes on to guess ("I could not find it, but it was probably X")
+        # makes the claim it declined to make.
+        if signal and not guessed:
+            return "correct_abstention", True
+        return "unsupported_answer", False
     # A text-only signal on an answer that passes every check is a hedge, not an abstention.
     abstained = signal == "flag" or (signal == "text" and not checks_pass)
     if abstained:
@@ -389,10 +373,9 @@ def _outcome(
 
 
 def _is_decisive(task: Task, claim: str) -> bool:
-    """A claim that states something the task requires (a phrase or a typed value)."""
+    """A claim that states something the task requires (a phrase group or a typed value)."""
     text = matching.normalise(claim)
-    if any(matching.asserts(text, phrase) for group in task.answer.must_include
-           for phrase in group):
+    if read_answer(task, claim).matched:
         return True
     expect = task.answer.expect
     return bool(expect.number and matching.states_number(text, expect.number)) or bool(
@@ -575,13 +558,17 @@ def score_task(task: Task, output: SystemOutput, claim_judge: ClaimJudge | None 
     expected_admitted = tuple(s for s in expected if s in admitted)
     extraneous = tuple(s for s in admitted if s not in expected)
 
-    reading = _read_answer(task, output.answer)
+    claims = parse_citations(output.answer)
+    reading = read_answer(task, output.answer, copied_citations(claims, output.admitted_passages))
     checks_pass = reading.passes
 
     signal = detect_abstention(output)
-    outcome, abstained = _outcome(task, signal, checks_pass, bool(expected_admitted))
+    guessed = bool(task.answer.abstain and matching.guesses(reading.text))
+    outcome, abstained = _outcome(task, signal, checks_pass, bool(expected_admitted), guessed)
 
-    claims = parse_citations(output.answer)
+    if output.citations and not any(ids for _, ids in claims):
+        # A system that reports its citations beside the answer cites them for all of it.
+        claims = [(text, list(output.citations)) for text, _ in claims]
     cited = tuple(dict.fromkeys([*output.citations, *(i for _, ids in claims for i in ids)]))
     known_ids = {p.source_id for p in output.admitted_passages} | {
         p.chunk_id for p in output.admitted_passages

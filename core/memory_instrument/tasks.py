@@ -102,9 +102,10 @@ class EvidenceSpan:
 class ChoiceExpectation:
     """One of several named alternatives is the answer ("which store ran in production?").
 
-    The first alternative the answer asserts (mentions outside a negated clause) is its
-    choice; a correct answer may still name the others afterwards ("SQLite, until the
-    cutover to PostgreSQL").
+    The answer's choice is the alternative it asserts as the state
+    (`matching.chosen_option`): not negated, not hedged, not left behind ("moved off X",
+    "X was replaced", "X was only proposed"); a correct answer may still name the others
+    ("SQLite, until the cutover to PostgreSQL", "Kafka isn't live yet: the outbox poller").
     """
 
     options: tuple[tuple[str, tuple[str, ...]], ...]  # (name, phrasings), in file order

@@ -43,6 +43,8 @@ STUDIES = {
     "compression-reading": ("ladders.compression", "chapter 6: sentence compression, read"),
     "reader": ("chapters.reader", "chapter 9: read styles with oracle context; choose one on dev"),
     "grader-history": ("ladders.grader_history", "chapter 10: the probes under an older grader"),
+    "grader-tuning": ("ladders.grader_tuning",
+                      "chapter 10: the grader on the tuning set, the probes and the held-out answers"),
     "pep-history": ("corpora.peps", "chapter 11: the PEPs with their past versions"),
     "named-recall": ("chapters.peps", "chapter 11: named-identifier recall of a run"),
     "locomo": ("corpora.locomo", "chapter 12: LoCoMo imported, searched (retrieval) and read (answers)"),
