@@ -52,7 +52,8 @@ STAGES = ("candidates", "admitted")
 # Depths of the fused chunk list also reported, so a figure counted in retrieved units of
 # another size can be set beside ours (a chunk here holds several turns).
 TOP_K = (1, 5, 10, 25)
-COMPARISONS = (("dense", "lexical"), ("hybrid", "lexical"), ("hybrid", "dense"), ("best", "hybrid"))
+COMPARISONS = (("dense", "lexical"), ("hybrid", "lexical"), ("hybrid", "dense"), ("best", "hybrid"),
+               ("best", "lexical"))
 
 
 def index_name(conversation: str) -> str:
