@@ -50,9 +50,10 @@ RESULTS = "benchmarks/results/locomo-retrieval.json"
 UNITS = ("session", "turn")
 STAGES = ("candidates", "admitted")
 # Depths of the fused chunk list also reported, so a figure counted in retrieved units of
-# another size can be set beside ours (a chunk here holds about a dozen turns).
+# another size can be set beside ours (a chunk here holds several turns).
 TOP_K = (1, 5, 10, 25)
-COMPARISONS = (("dense", "lexical"), ("hybrid", "lexical"), ("hybrid", "dense"), ("best", "hybrid"))
+COMPARISONS = (("dense", "lexical"), ("hybrid", "lexical"), ("hybrid", "dense"), ("best", "hybrid"),
+               ("best", "lexical"))
 
 
 def index_name(conversation: str) -> str:
@@ -317,6 +318,18 @@ def _scopes(row: Mapping[str, Any]) -> list[str]:
     return ["all", "test"] if row["split"] == "test" else ["all"]
 
 
+def _chunk_count(history: Path) -> int | None:
+    """Chunks the default chunker cuts the conversation into (what a fused list is drawn from)."""
+    from memory_baseline.chunking import chunk_text
+    from memory_baseline.config import Config
+
+    if not history.is_dir():
+        return None
+    chunking = Config().chunking
+    return sum(len(chunk_text(f"sessions/{p.name}", p.read_text(encoding="utf-8"), chunking))
+               for p in sorted((history / "sessions").glob("*.md")))
+
+
 def summarise(study_dir: str | Path, data_dir: str | Path = DEFAULT_OUT) -> dict[str, Any]:
     """Recall of evidence sessions and turns at candidates and admitted, with 95% intervals,
     per condition, per category and overall; `best` on test conversations only."""
@@ -362,7 +375,8 @@ def summarise(study_dir: str | Path, data_dir: str | Path = DEFAULT_OUT) -> dict
                  "excluded": [{k: e[k] for k in ("task", "category", "reason")}
                               for e in imported.get("excluded", [])],
                  "evidence_repaired": len(imported.get("evidence_repaired", [])),
-                 "conversations": {n: {k: c[k] for k in ("split", "sessions", "turns", "tasks")}
+                 "conversations": {n: {**{k: c[k] for k in ("split", "sessions", "turns", "tasks")},
+                                       "chunks": _chunk_count(layout(repo_path(data_dir), n).history)}
                                    for n, c in imported.get("conversations", {}).items()}},
         "setup": {"conditions": list(CONDITIONS), "reader": READER + " (token counting for assembly only)",
                   "split": "conversations 1-5 (conv-26, 30, 41, 42, 43) dev, 6-10 test",
