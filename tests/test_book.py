@@ -37,7 +37,7 @@ def _tags(cell) -> list[str]:
 
 def test_chapters_are_numbered_in_order():
     assert [p.stem[:2] for p in NOTEBOOKS] == [f"{i:02d}" for i in range(1, len(NOTEBOOKS) + 1)]
-    assert len(NOTEBOOKS) == 12
+    assert len(NOTEBOOKS) == 11
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
