@@ -108,7 +108,9 @@ def test_the_readme_example_runs_as_written(index_name, monkeypatch):
     printed = io.StringIO()
     with contextlib.redirect_stdout(printed):
         exec(compile(code, "README.md", "exec"), {})
-    assert "adr-007" in printed.getvalue().lower()
+    text, citations = printed.getvalue().rsplit(" (", 1)
+    assert "postgres" in text.lower()  # the decision of ADR-007 (sqlite was the first release's)
+    assert citations.strip().startswith("'")  # it cites admitted sources
 
 
 def test_cache_switches_are_configuration_recorded_in_every_run(monkeypatch, tmp_path):
