@@ -1,4 +1,4 @@
-"""Issue 21: nothing lost, nothing leaked, no tracebacks, under hostile input.
+"""Nothing lost, nothing leaked, no tracebacks, under hostile input.
 
 One section per numbered failure of the issue, each against the real
 PostgreSQL server and the real MiniLM encoder:
@@ -31,6 +31,7 @@ import time
 from pathlib import Path
 
 import pytest
+from hostile_support import assert_one_line_error, cli_run, corpus_of, note
 from refresh_support import bm25
 
 from memory_baseline import cli
@@ -43,30 +44,6 @@ from memory_baseline.server import connect
 from memory_baseline.store import Store
 
 REPO = Path(__file__).resolve().parents[1]
-
-
-def note(topic: str) -> str:
-    return f"# {topic.title()}\n\nThe {topic} note records why the {topic} decision held.\n"
-
-
-def corpus_of(root: Path, names: list[str]) -> Path:
-    root.mkdir(parents=True, exist_ok=True)
-    for name in names:
-        (root / name).write_text(note(Path(name).stem.replace("-", " ")))
-    return root
-
-
-def cli_run(capsys, *argv: str) -> tuple[int, str, str]:
-    code = cli.main(list(argv))
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
-
-
-def assert_one_line_error(code: int, err: str, expected: int = 2) -> None:
-    assert code == expected, err
-    lines = err.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("memory-baseline: error: "), err
-    assert "Traceback" not in err
 
 
 # -- 1. unusable sources keep their last good content ------------------------------------

@@ -36,8 +36,8 @@ from pathlib import Path
 
 import psutil
 import pytest
+from hostile_support import assert_one_line_error, cli_run, corpus_of, note
 
-from memory_baseline import cli
 from memory_baseline import ingest as ingest_module
 from memory_baseline.config import Config, ConfigError
 from memory_baseline.models import models_home
@@ -46,31 +46,6 @@ from memory_baseline.store import Store
 
 REPO = Path(__file__).resolve().parents[1]
 PYTHON_ENV = {"PYTHONPATH": str(REPO / "core")}
-
-
-def note(topic: str) -> str:
-    return f"# {topic.title()}\n\nThe {topic} note records why the {topic} decision held.\n"
-
-
-def corpus_of(root: Path, names: list[str]) -> Path:
-    root.mkdir(parents=True, exist_ok=True)
-    for name in names:
-        (root / name).parent.mkdir(parents=True, exist_ok=True)
-        (root / name).write_text(note(Path(name).stem.replace("-", " ")))
-    return root
-
-
-def cli_run(capsys, *argv: str) -> tuple[int, str, str]:
-    code = cli.main(list(argv))
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
-
-
-def assert_one_line_error(code: int, err: str, expected: int = 2) -> None:
-    assert code == expected, err
-    lines = err.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("memory-baseline: error: "), err
-    assert "Traceback" not in err
 
 
 def run_module(*argv: str | bytes, env: dict[str, str] | None = None,

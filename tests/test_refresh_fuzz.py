@@ -1,4 +1,4 @@
-"""Property-based fuzz of refresh under hostile input (issue 21's "done when").
+"""Property-based fuzz of refresh under hostile input (the refresh guarantees under generated corpora).
 
 Each generated case builds a small corpus of hostile names and contents,
 refreshes it, applies a hostile transition to every file (rewritten, emptied,

@@ -433,25 +433,36 @@ def _bad_input_errors() -> tuple[type[BaseException], ...]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
+    return run_command(arguments, build_parser, prog="memory-baseline",
+                       before=lambda: _refuse_lab_command(arguments), check=_check_query)
+
+
+def run_command(arguments: list[str], parser: Callable[[], argparse.ArgumentParser], *, prog: str,
+                before: Callable[[], None] | None = None,
+                check: Callable[[argparse.Namespace], None] | None = None) -> int:
+    """Parse and run one command the way both CLIs do: every printed line through one
+    redaction, a failure as one line and exit 2, a traceback only with `--debug`."""
     debug = "--debug" in arguments
     if debug:  # the traceback the interpreter prints passes through the same redaction
         install_excepthook()
     # Everything printed passes through one redaction; results never drive the terminal.
     with guarded_output(json_output="--json" in arguments):
         try:
-            _refuse_lab_command(arguments)
-            args = build_parser().parse_args(arguments)
+            if before is not None:
+                before()
+            args = parser().parse_args(arguments)
             if not getattr(args, "handler", None):
-                raise UsageError("missing subcommand; see `memory-baseline --help`")
-            _check_query(args)
+                raise UsageError(f"missing subcommand; see `{prog} --help`")
+            if check is not None:
+                check(args)
             return args.handler(args)
         except KeyboardInterrupt:
-            print("memory-baseline: interrupted", file=sys.stderr)
+            print(f"{prog}: interrupted", file=sys.stderr)
             return 130
         except Exception as exc:
             if debug:
                 raise
-            return report_failure(exc)
+            return report_failure(exc, prog=prog)
 
 
 def report_failure(exc: BaseException, *, prog: str = "memory-baseline") -> int:

@@ -25,11 +25,13 @@ from __future__ import annotations
 
 import os
 import threading
+from dataclasses import dataclass, replace
 from datetime import date
 from pathlib import Path
 from typing import Any
 
 from .config import Config
+from .context_sources import Gathered, Retrieved
 from .memory import Memory
 
 SERVER_NAME = "memory-baseline"
@@ -84,6 +86,19 @@ def _found_by(retrieval: Any) -> dict[str, list[str]]:
     return found
 
 
+@dataclass(frozen=True)
+class AtMost:
+    """Retrieval with the client's passage count: the same warm pipeline, a different limit."""
+
+    inner: Retrieved
+    passages: int
+    name: str = "retrieval"
+
+    def gather(self, query: str, config: Config) -> Gathered:
+        gathered = self.inner.gather(query, config)
+        return replace(gathered, context=replace(gathered.context, max_passages=self.passages))
+
+
 class MemoryTools:
     """The tools' behaviour, apart from the protocol (so tests and the CLI can call it directly).
 
@@ -106,21 +121,13 @@ class MemoryTools:
             raise ToolInputError(f"passages must be between 1 and {MAX_PASSAGES}, got {passages}")
         query, when = _query(query), _as_of(as_of)
         with self._lock:
-            memory = self.memory
-            if passages != memory.config.context.max_passages:
-                memory = self._with_passages(passages)
-            found = memory.search(query, as_of=when)
+            pipeline = self.memory._pipeline()
+            found = pipeline.search(query, when, source=AtMost(Retrieved(pipeline.retriever), passages))
         found_by = _found_by(found.retrieval)
         return {"query": query, "as_of": when,
                 "passages": [passage_record(p, found_by) for p in found.passages],
                 "prompt_tokens": found.context.prompt_tokens, "token_budget": found.context.token_budget,
                 "timings_ms": found.timings_ms}
-
-    def _with_passages(self, passages: int) -> Memory:
-        config = self.memory.config.with_overrides(context={"max_passages": passages})
-        sibling = Memory(config, self.memory._database_url)
-        sibling._conn = self.memory.connection  # share the warm connection, not a second one
-        return sibling
 
     def read_source(self, path: str, start_line: int = 1, end_line: int | None = None) -> dict[str, Any]:
         if self.corpus is None:
@@ -151,7 +158,7 @@ class MemoryTools:
     def _is_indexed(self, path: str) -> bool:
         from .store import Store
 
-        return bool(Store(self.memory.connection, self.memory.config.index).source_chunks(path))
+        return Store(self.memory.connection, self.memory.config.index).has_source(path)
 
     def ask(self, query: str, as_of: str | None = None) -> dict[str, Any]:
         query, when = _query(query), _as_of(as_of)

@@ -31,7 +31,7 @@ from memory_baseline.cli import (
     _Parser,
     emit_json,
     load_config,
-    report_failure,
+    run_command,
 )
 
 # The resumable studies and tools, each a module of the lab with its own `main(argv)`.
@@ -267,25 +267,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from memory_baseline.redaction import guarded_output, install_excepthook
-
-    arguments = list(sys.argv[1:] if argv is None else argv)
-    debug = "--debug" in arguments
-    if debug:  # the traceback the interpreter prints passes through the library's redaction
-        install_excepthook()
-    with guarded_output(json_output="--json" in arguments):
-        try:
-            args = build_parser().parse_args(arguments)
-            if not getattr(args, "handler", None):
-                raise UsageError("missing subcommand; see `memory-lab --help`")
-            return args.handler(args)
-        except KeyboardInterrupt:
-            print("memory-lab: interrupted", file=sys.stderr)
-            return 130
-        except Exception as exc:
-            if debug:
-                raise
-            return report_failure(exc, prog="memory-lab")
+    return run_command(list(sys.argv[1:] if argv is None else argv), build_parser, prog="memory-lab")
 
 
 if __name__ == "__main__":

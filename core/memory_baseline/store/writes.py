@@ -179,6 +179,11 @@ class Writes(IndexSQL):
         ).fetchall()
         return {r[0]: np.asarray(r[1].to_numpy(), dtype=np.float32) for r in rows}
 
+    def has_source(self, source_id: str) -> bool:
+        row = self.conn.execute(self._q("SELECT EXISTS (SELECT 1 FROM {s}.sources WHERE source_id = %s)"),
+                                (source_id,)).fetchone()
+        return bool(row and row[0])
+
     def sources_without_lines(self) -> list[str]:
         """Sources with chunks written before line ranges were kept (a refresh re-chunks them)."""
         rows = self.conn.execute(

@@ -5,7 +5,7 @@ posting, cost p95 230 ms at 100k chunks and seconds at 1M (a stemmed word
 such as ``servic`` is in almost half of the chunks). Holding each term's
 postings as one ``bytea`` value, fetched for all query terms in one binary
 statement and scored with numpy, returns the same top-k an order of magnitude
-faster (the design comparison is in /work/shared/ANCHORS.md and issue 19; our
+faster (the measured designs: the anchors in ANCHORS.md beside the project; our
 own figures are in ``benchmarks/results/latency.json`` and ``scale.json``).
 A side index outside PostgreSQL (tantivy) is faster still, but would no longer
 be transactional with the chunks; these arrays are written by the same
