@@ -30,6 +30,10 @@ TASK_FILES = [
 @pytest.mark.parametrize(("tasks_path", "corpus"), TASK_FILES,
                          ids=[str(p.relative_to(REPO)) for p, _ in TASK_FILES])
 def test_every_task_file_lints_clean(tasks_path: Path, corpus: Path | None) -> None:
+    if corpus is None:
+        # The PEPs' evidence quotes are single lines; a claim can sit on the next line of the
+        # PEP (provenance-pep-313's "consensus"), so only the corpus itself shows support.
+        pytest.skip(f"the PEP corpus is not at {PEP_CORPUS}: its tasks are linted against it")
     findings = lint_tasks(load_tasks(tasks_path), corpus)
     assert findings == [], "\n".join(str(f) for f in findings)
 
